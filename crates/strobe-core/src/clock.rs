@@ -162,7 +162,10 @@ mod tests {
         let rt = s.monotonic_to_realtime(later);
         let real_now = realtime_ns();
         // Within 50 ms of each other (NTP slewing aside).
-        assert!((real_now as i128 - rt as i128).abs() < 50_000_000, "{real_now} vs {rt}");
+        assert!(
+            (real_now as i128 - rt as i128).abs() < 50_000_000,
+            "{real_now} vs {rt}"
+        );
         assert!(s.monotonic_to_boottime(s.monotonic_ns) == s.boottime_ns);
         assert!(s.boottime_ns >= s.monotonic_ns);
     }

@@ -1,0 +1,31 @@
+//! The settings registry: every knob of strobe, its sources and its value.
+//!
+//! A setting has a name, an environment variable (`STROBE_<NAME>`), a CLI
+//! flag (`--<name-with-dashes>`), a type, a default, a description and a
+//! category (see [`registry`]). Its value comes from, highest first: a CLI
+//! flag, the environment, the config file (`--config FILE` or
+//! `STROBE_CONFIG`, TOML), the default.
+//!
+//! This module owns definitions, parsing and precedence. It never reads
+//! the process environment on its own initiative (callers hand it the
+//! variables), never prints, and never exits.
+
+mod config_file;
+pub mod registry;
+mod resolve;
+mod suggest;
+pub mod value;
+
+pub use config_file::generate_config;
+pub use registry::{Category, DefaultValue, Key, SettingDef, SETTINGS};
+pub use resolve::{
+    Origin, Resolved, Settings, SettingsError, SettingsErrors, SettingsLoader, Source,
+};
+pub use suggest::nearest;
+pub use value::{Kind, Value};
+
+/// Environment variables that start with `STROBE_` but are not settings.
+pub const RESERVED_ENV_VARS: [&str; 2] = ["STROBE_CONFIG", "STROBE_RANK"];
+
+/// Prefix of variables strobe sets for its own processes (not settings).
+pub const INTERNAL_ENV_PREFIX: &str = "STROBE_INTERNAL_";

@@ -1,0 +1,199 @@
+//! The table of every strobe setting. Adding a setting is one entry in the
+//! `settings!` invocation below: its name, category, type, default and
+//! description; the environment variable, the CLI flag, `strobe avail`, the
+//! generated config file and the typed [`Key`] all follow from it.
+//!
+//! Owns the definitions only; resolution lives in `resolve.rs`.
+
+use super::value::Kind;
+
+/// Where settings are grouped in `strobe avail` and the config file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Category {
+    /// Logging, plugins, the runtime library.
+    General,
+    /// Where and how results are written.
+    Output,
+    /// The call-stack sampler.
+    Sampling,
+    /// Traced regions and time windows.
+    Tracing,
+    /// The buffered record service between producers and consumers.
+    Buffer,
+}
+
+impl Category {
+    /// Every category in display order.
+    pub const ALL: [Category; 5] = [
+        Category::General,
+        Category::Output,
+        Category::Sampling,
+        Category::Tracing,
+        Category::Buffer,
+    ];
+
+    /// The lower-case name used by `--category`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Category::General => "general",
+            Category::Output => "output",
+            Category::Sampling => "sampling",
+            Category::Tracing => "tracing",
+            Category::Buffer => "buffer",
+        }
+    }
+
+    /// Looks a category up by name (case-insensitive).
+    pub fn from_name(name: &str) -> Option<Category> {
+        Category::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(name))
+    }
+}
+
+/// A setting's default.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DefaultValue {
+    /// This text, parsed by the setting's kind.
+    Text(&'static str),
+    /// No value of its own: the value of another setting (timer overrides).
+    Inherit(Key),
+    /// No value unless one is given.
+    Unset,
+}
+
+/// The definition of one setting.
+#[derive(Debug, Clone, Copy)]
+pub struct SettingDef {
+    /// Typed handle.
+    pub key: Key,
+    /// Canonical name, lower snake case (`sampling_freq`); the config-file key.
+    pub name: &'static str,
+    /// Group.
+    pub category: Category,
+    /// Type and constraints.
+    pub kind: Kind,
+    /// Default.
+    pub default: DefaultValue,
+    /// One or two sentences for `strobe avail` and `--help`.
+    pub description: &'static str,
+}
+
+impl SettingDef {
+    /// `STROBE_` followed by the upper-cased name.
+    pub fn env_var(&self) -> String {
+        format!("STROBE_{}", self.name.to_ascii_uppercase())
+    }
+
+    /// The long flag without dashes (`sampling-freq`).
+    pub fn flag(&self) -> String {
+        self.name.replace('_', "-")
+    }
+
+    /// The definition of `key`.
+    pub fn of(key: Key) -> &'static SettingDef {
+        &SETTINGS[key as usize]
+    }
+
+    /// Looks a definition up by canonical name.
+    pub fn by_name(name: &str) -> Option<&'static SettingDef> {
+        SETTINGS.iter().find(|d| d.name == name)
+    }
+
+    /// Looks a definition up by environment variable.
+    pub fn by_env_var(var: &str) -> Option<&'static SettingDef> {
+        let name = var.strip_prefix("STROBE_")?;
+        SETTINGS
+            .iter()
+            .find(|d| d.name.eq_ignore_ascii_case(name) && !name.contains(char::is_lowercase))
+    }
+}
+
+macro_rules! settings {
+    ($( $(#[doc = $doc:literal])+ $key:ident = $name:literal, $category:ident, $kind:expr, $default:expr; )+) => {
+        /// Typed handle of every setting, in registry order.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Key { $( $(#[doc = $doc])+ $key ),+ }
+
+        /// Every setting, indexed by `Key as usize`.
+        pub static SETTINGS: &[SettingDef] = &[ $( SettingDef {
+            key: Key::$key,
+            name: $name,
+            category: Category::$category,
+            kind: $kind,
+            default: $default,
+            description: concat!($($doc),+),
+        } ),+ ];
+    };
+}
+
+use DefaultValue::{Inherit, Text, Unset};
+
+const FREQ: Kind = Kind::Float {
+    min: 0.001,
+    max: 100_000.0,
+};
+const SIGNAL: Kind = Kind::Int { min: 1, max: 64 };
+
+settings! {
+    /// How much strobe reports about itself: 0 = warnings and errors, 1 = progress, 2 = details, 3 = debugging.
+    Verbose = "verbose", General, Kind::Int { min: 0, max: 3 }, Text("0");
+    /// The runtime library to preload instead of the one strobe finds itself.
+    Runtime = "runtime", General, Kind::Path, Unset;
+    /// Tool plugin libraries to load into the profiled process, separated by ':'.
+    ToolLib = "tool_lib", General, Kind::List { sep: ':' }, Text("");
+    /// What a forked child does: 'follow' profiles it into its own database, 'stop' turns profiling off in the child.
+    ForkMode = "fork_mode", General, Kind::Enum(&["follow", "stop"]), Text("follow");
+    /// Directory that receives the profile databases and exports.
+    OutputDir = "output_dir", Output, Kind::Path, Text("strobe-output");
+    /// Database path inside output_dir; placeholders %hostname%, %pid%, %ppid%, %rank%, %env{NAME}%.
+    OutputFile = "output_file", Output, Kind::PathTemplate, Text("%hostname%/%pid%.db");
+    /// How often buffered data is written to the database; a killed process loses at most this much.
+    FlushInterval = "flush_interval", Output, Kind::Duration, Text("1s");
+    /// Take call-stack samples.
+    UseSampling = "use_sampling", Sampling, Kind::Bool, Text("true");
+    /// Samples per second per thread for every timer unless a timer overrides it. CPU-time timers are capped by the kernel tick (often 250 Hz).
+    SamplingFreq = "sampling_freq", Sampling, FREQ, Text("250");
+    /// Time after start-up before the timers start.
+    SamplingDelay = "sampling_delay", Sampling, Kind::Duration, Text("0");
+    /// How long the timers run after the delay; 0 = until the program ends.
+    SamplingDuration = "sampling_duration", Sampling, Kind::Duration, Text("0");
+    /// Sample each thread on its CPU time (finds where CPU time goes).
+    SamplingCputime = "sampling_cputime", Sampling, Kind::Bool, Text("true");
+    /// Sample each thread on elapsed real time (also finds where threads wait).
+    SamplingRealtime = "sampling_realtime", Sampling, Kind::Bool, Text("false");
+    /// CPU-time timer frequency; overrides sampling_freq.
+    SamplingCputimeFreq = "sampling_cputime_freq", Sampling, FREQ, Inherit(Key::SamplingFreq);
+    /// CPU-time timer delay; overrides sampling_delay.
+    SamplingCputimeDelay = "sampling_cputime_delay", Sampling, Kind::Duration, Inherit(Key::SamplingDelay);
+    /// CPU-time timer duration; overrides sampling_duration.
+    SamplingCputimeDuration = "sampling_cputime_duration", Sampling, Kind::Duration, Inherit(Key::SamplingDuration);
+    /// Real-time timer frequency; overrides sampling_freq.
+    SamplingRealtimeFreq = "sampling_realtime_freq", Sampling, FREQ, Inherit(Key::SamplingFreq);
+    /// Real-time timer delay; overrides sampling_delay.
+    SamplingRealtimeDelay = "sampling_realtime_delay", Sampling, Kind::Duration, Inherit(Key::SamplingDelay);
+    /// Real-time timer duration; overrides sampling_duration.
+    SamplingRealtimeDuration = "sampling_realtime_duration", Sampling, Kind::Duration, Inherit(Key::SamplingDuration);
+    /// Signal number the CPU-time timer delivers (27 = SIGPROF).
+    SamplingCputimeSignal = "sampling_cputime_signal", Sampling, SIGNAL, Text("27");
+    /// Signal number the real-time timer delivers (38 = SIGRTMIN+4 with glibc).
+    SamplingRealtimeSignal = "sampling_realtime_signal", Sampling, SIGNAL, Text("38");
+    /// Most frames recorded per call stack.
+    SamplingDepth = "sampling_depth", Sampling, Kind::Int { min: 1, max: 8192 }, Text("512");
+    /// Samples each thread's mmap'd buffer holds before it is handed to an allocator thread.
+    SamplingBufferSamples = "sampling_buffer_samples", Sampling, Kind::Int { min: 1024, max: 1_048_576 }, Text("1024");
+    /// Most samplers (threads) one allocator thread serves; more threads start more allocators.
+    SamplingAllocatorSize = "sampling_allocator_size", Sampling, Kind::Int { min: 1, max: 4096 }, Text("8");
+    /// Allocator threads write full sample buffers to temporary files instead of keeping them in memory.
+    UseTemporaryFiles = "use_temporary_files", Sampling, Kind::Bool, Text("false");
+    /// Directory for temporary files; unset = $TMPDIR or /tmp.
+    Tmpdir = "tmpdir", Sampling, Kind::Path, Unset;
+    /// When every collector may collect: [clock:]delay[:duration[:cycles]] specs run one after another; empty = always.
+    TracePeriods = "trace_periods", Tracing, Kind::TimeWindows, Text("");
+    /// Record regions and markers from the user API and XPTI events.
+    UseTracing = "use_tracing", Tracing, Kind::Bool, Text("true");
+    /// Bytes per buffer between producers and the database writer (rounded up to the page size).
+    BufferSize = "buffer_size", Buffer, Kind::Int { min: 4096, max: 1 << 30 }, Text("4194304");
+    /// What a full buffer does: 'lossless' makes producers wait for an empty buffer, 'discard' drops and counts records.
+    BufferPolicy = "buffer_policy", Buffer, Kind::Enum(&["lossless", "discard"]), Text("lossless");
+}
