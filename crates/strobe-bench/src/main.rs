@@ -1,6 +1,8 @@
 //! `strobe-bench`: benchmark harnesses. Each subcommand lives in its own
 //! module, prints its figures and never asserts a timing.
 
+mod clocks;
+
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -11,9 +13,14 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// Cost and resolution of every timestamp source.
+    Clocks(clocks::ClocksArgs),
+}
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    match cli.command {}
+    match &cli.command {
+        Command::Clocks(args) => clocks::run(args),
+    }
 }

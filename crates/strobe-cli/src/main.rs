@@ -1,1 +1,57 @@
-fn main() {}
+//! `strobe`: the command line. A thin layer over the libraries: each
+//! subcommand lives in its own module and only parses, calls and prints.
+
+mod avail;
+mod setting_flags;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const EXAMPLES: &str = "\
+Examples:
+  strobe avail                                   every setting, its value and where it came from
+  strobe avail --settings --category sampling    only the sampling settings
+  strobe avail --json                            the same as JSON
+  strobe avail --generate-config strobe.toml     write a commented config file
+  strobe --config strobe.toml avail              use a config file
+  STROBE_SAMPLING_FREQ=500 strobe avail          settings also come from STROBE_* variables";
+
+#[derive(Parser)]
+#[command(
+    name = "strobe",
+    version,
+    about = "Performance analysis for Linux programs: sampling, tracing and profile databases",
+    after_help = EXAMPLES
+)]
+struct Cli {
+    /// Read settings from this TOML file (overrides STROBE_CONFIG; flags and STROBE_* variables
+    /// still win over it).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show settings (with their effective values and sources) and write config files.
+    Avail(avail::AvailArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Avail(args) => avail::run(args, cli.config.as_deref()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            for line in format!("{e:#}").lines() {
+                eprintln!("strobe: error: {line}");
+            }
+            ExitCode::from(2)
+        }
+    }
+}

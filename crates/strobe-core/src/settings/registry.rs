@@ -109,6 +109,17 @@ impl SettingDef {
     }
 }
 
+/// Drops the space rustdoc leaves at the start of a `///` comment.
+const fn trim_doc(doc: &'static str) -> &'static str {
+    match doc.as_bytes() {
+        [b' ', rest @ ..] => match std::str::from_utf8(rest) {
+            Ok(text) => text,
+            Err(_) => doc,
+        },
+        _ => doc,
+    }
+}
+
 macro_rules! settings {
     ($( $(#[doc = $doc:literal])+ $key:ident = $name:literal, $category:ident, $kind:expr, $default:expr; )+) => {
         /// Typed handle of every setting, in registry order.
@@ -122,7 +133,7 @@ macro_rules! settings {
             category: Category::$category,
             kind: $kind,
             default: $default,
-            description: concat!($($doc),+),
+            description: trim_doc(concat!($($doc),+)),
         } ),+ ];
     };
 }

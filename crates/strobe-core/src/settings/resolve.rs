@@ -65,23 +65,28 @@ impl fmt::Display for Origin {
     }
 }
 
+/// A value that its setting's type rejects, and where it was written.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid value '{value}' for {origin}: {reason}; expected {expected}")]
+pub struct InvalidValue {
+    /// Canonical setting name.
+    pub setting: &'static str,
+    /// Where the value was written.
+    pub origin: Origin,
+    /// The value as written.
+    pub value: String,
+    /// Why it was rejected.
+    pub reason: String,
+    /// The accepted form.
+    pub expected: String,
+}
+
 /// One problem found while resolving settings.
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
     /// A value that its setting's type rejects.
-    #[error("invalid value '{value}' for {origin}: {reason}; expected {expected}")]
-    Invalid {
-        /// Canonical setting name.
-        setting: &'static str,
-        /// Where the value was written.
-        origin: Origin,
-        /// The value as written.
-        value: String,
-        /// Why it was rejected.
-        reason: String,
-        /// The accepted form.
-        expected: String,
-    },
+    #[error(transparent)]
+    Invalid(Box<InvalidValue>),
     /// A config-file key that names no setting.
     #[error("unknown setting '{key}' in config file {}{hint}", file.display())]
     UnknownConfigKey {
@@ -317,13 +322,13 @@ fn default_value(def: &SettingDef) -> Option<Value> {
 }
 
 fn invalid(def: &SettingDef, origin: Origin, raw: &str, reason: String) -> SettingsError {
-    SettingsError::Invalid {
+    SettingsError::Invalid(Box::new(InvalidValue {
         setting: def.name,
         origin,
         value: raw.to_string(),
         reason,
         expected: def.kind.accepted_form(),
-    }
+    }))
 }
 
 fn set(

@@ -1,0 +1,240 @@
+//! `strobe avail` run as a real subprocess: listing, JSON, sources,
+//! config generation and its round trip, and error exits.
+
+use std::process::{Command, Output};
+
+fn strobe(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strobe"));
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("STROBE_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.args(args).envs(env.iter().copied()).output().unwrap()
+}
+
+fn json(args: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
+    let out = strobe(args, env);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn setting<'a>(doc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    doc["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("{name} missing"))
+}
+
+#[test]
+fn lists_every_setting_in_the_table() {
+    let out = strobe(&["avail"], &[]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for def in strobe_core::settings::SETTINGS {
+        assert!(text.contains(def.name), "{} missing", def.name);
+        assert!(text.contains(&def.env_var()), "{} missing", def.env_var());
+        assert!(text.contains(&format!("--{}", def.flag())));
+    }
+    let out = strobe(
+        &["avail", "--settings", "--category", "output", "--describe"],
+        &[],
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("output_dir") && !text.contains("sampling_freq"));
+    assert!(text.contains("Directory that receives"));
+}
+
+#[test]
+fn json_shows_effective_values_and_their_sources() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, "verbose = 1\nsampling_delay = \"5s\"\n").unwrap();
+    let doc = json(
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "avail",
+            "--json",
+            "--sampling-freq",
+            "99",
+            "--sampling-realtime",
+        ],
+        &[("STROBE_SAMPLING_DELAY", "7s")],
+    );
+    assert_eq!(
+        doc["settings"].as_array().unwrap().len(),
+        strobe_core::settings::SETTINGS.len()
+    );
+    assert_eq!(doc["config_file"], cfg.to_str().unwrap());
+    let check = |name: &str, value: serde_json::Value, source: &str| {
+        let s = setting(&doc, name);
+        assert_eq!(s["value"], value, "{name}");
+        assert_eq!(s["source"], source, "{name}");
+    };
+    check("sampling_freq", 99.0.into(), "flag");
+    check("sampling_realtime", true.into(), "flag");
+    check("sampling_delay", "7s".into(), "env");
+    check("verbose", 1.into(), "config");
+    check("flush_interval", "1s".into(), "default");
+    check("sampling_cputime_freq", 99.0.into(), "flag");
+    assert_eq!(
+        setting(&doc, "sampling_cputime_freq")["inherits"],
+        "sampling_freq"
+    );
+    assert_eq!(setting(&doc, "runtime")["value"], serde_json::Value::Null);
+}
+
+#[test]
+fn generated_config_round_trips_through_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("gen.toml");
+    let env = [
+        (
+            "STROBE_TRACE_PERIODS",
+            "realtime:10:1:5 process_cputime:10:2:20",
+        ),
+        ("STROBE_TOOL_LIB", "/a.so:/b.so"),
+        ("STROBE_OUTPUT_DIR", "/tmp/profiles"),
+    ];
+    let out = strobe(
+        &[
+            "avail",
+            "--generate-config",
+            cfg.to_str().unwrap(),
+            "--sampling-freq",
+            "321",
+        ],
+        &env,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let original = json(&["avail", "--json", "--sampling-freq", "321"], &env);
+    let reread = json(&["--config", cfg.to_str().unwrap(), "avail", "--json"], &[]);
+    for (a, b) in original["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(reread["settings"].as_array().unwrap())
+    {
+        assert_eq!(a["value"], b["value"], "{}", a["name"]);
+    }
+    assert_eq!(setting(&reread, "sampling_freq")["source"], "config");
+
+    // Regenerating from the file gives the same file.
+    let again = strobe(
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "avail",
+            "--generate-config",
+        ],
+        &[],
+    );
+    assert_eq!(
+        String::from_utf8(again.stdout).unwrap(),
+        std::fs::read_to_string(&cfg).unwrap()
+    );
+
+    // An existing file is not overwritten without --force.
+    let out = strobe(&["avail", "--generate-config", cfg.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already exists; pass --force"));
+    let out = strobe(
+        &[
+            "avail",
+            "--generate-config",
+            cfg.to_str().unwrap(),
+            "--force",
+        ],
+        &[],
+    );
+    assert!(out.status.success());
+}
+
+#[test]
+fn invalid_values_fail_with_every_error_and_a_non_zero_exit() {
+    let out = strobe(
+        &["avail", "--sampling-depth", "0"],
+        &[
+            ("STROBE_SAMPLING_FREQ", "fast"),
+            ("STROBE_BUFFER_POLICY", "maybe"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "nothing printed on stdout");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("invalid value 'fast' for environment variable STROBE_SAMPLING_FREQ"),
+        "{err}"
+    );
+    assert!(
+        err.contains("invalid value 'maybe' for environment variable STROBE_BUFFER_POLICY"),
+        "{err}"
+    );
+    assert!(
+        err.contains("invalid value '0' for flag --sampling-depth: out of range"),
+        "{err}"
+    );
+    assert!(err.contains("3 invalid settings"), "{err}");
+    assert!(!err.contains("panicked"));
+
+    let out = strobe(&["avail", "--category", "gpu"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown category 'gpu'"));
+
+    let out = strobe(&["--config", "/nonexistent.toml", "avail"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot read config file /nonexistent.toml")
+    );
+}
+
+#[test]
+fn unknown_strobe_variables_warn_but_do_not_fail() {
+    let out = strobe(&["avail", "--json"], &[("STROBE_OUTPUT_DIRR", "/tmp")]);
+    assert!(out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("STROBE_OUTPUT_DIRR is not a strobe setting"),
+        "{err}"
+    );
+    assert!(err.contains("did you mean STROBE_OUTPUT_DIR?"), "{err}");
+}
+
+#[test]
+fn help_and_version() {
+    let out = strobe(&["--help"], &[]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Examples:"));
+    let out = strobe(&["--version"], &[]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("strobe "));
+    let out = strobe(&["avail", "--help"], &[]);
+    let help = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        help.contains("Sampling settings") && help.contains("--sampling-freq <X>"),
+        "{help}"
+    );
+}
+
+#[test]
+fn docs_settings_md_is_the_generated_reference() {
+    let out = strobe(&["avail", "--markdown"], &[]);
+    assert!(out.status.success());
+    let generated = String::from_utf8(out.stdout).unwrap();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/settings.md");
+    let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        on_disk == generated,
+        "docs/settings.md is out of date: regenerate it with `cargo run -p strobe-cli -- avail --markdown > docs/settings.md`"
+    );
+}
