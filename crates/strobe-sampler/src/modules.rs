@@ -187,6 +187,33 @@ fn find_build_id(mut notes: &[u8]) -> Option<&[u8]> {
     None
 }
 
+/// The loader's counts of modules ever loaded and unloaded: when they
+/// change, the module list changed.
+pub fn load_counters() -> (u64, u64) {
+    unsafe extern "C" fn first(
+        info: *mut libc::dl_phdr_info,
+        size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        let has_counters = size >= std::mem::offset_of!(libc::dl_phdr_info, dlpi_subs) + 8;
+        if has_counters {
+            // SAFETY: the loader passes a valid info of `size` bytes and our
+            // out-pointer.
+            unsafe { *(data as *mut (u64, u64)) = ((*info).dlpi_adds, (*info).dlpi_subs) };
+        }
+        1 // stop after the first module: the counters are global
+    }
+    let mut counters = (0u64, 0u64);
+    // SAFETY: the callback writes only to `counters`.
+    unsafe {
+        libc::dl_iterate_phdr(
+            Some(first),
+            &mut counters as *mut (u64, u64) as *mut libc::c_void,
+        )
+    };
+    counters
+}
+
 /// Decodes `eh_frame_ptr` from an `.eh_frame_hdr` at address `hdr_addr`.
 fn eh_frame_ptr(hdr: &[u8], hdr_addr: u64) -> Option<u64> {
     const DW_EH_PE_PCREL: u8 = 0x10;

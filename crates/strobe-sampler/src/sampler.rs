@@ -384,6 +384,7 @@ impl Sampler {
             if self.shared.stopping.load(Ordering::SeqCst) {
                 return;
             }
+            snapshot::refresh_if_changed();
             self.control(allocator);
             self.drain(allocator);
         }

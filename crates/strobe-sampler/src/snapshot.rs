@@ -8,13 +8,12 @@
 //! leave before freeing the old snapshot. Building a snapshot allocates and
 //! runs only on ordinary threads.
 
-use crate::modules::{loaded_modules, ModuleInfo};
+use crate::modules::{load_counters, loaded_modules, ModuleInfo};
 use framehop::x86_64::{CacheX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, MustNotAllocateDuringUnwind, Unwinder};
 use std::ops::{Deref, Range};
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 /// Bytes that live in the process's own mapped memory (a module's unwind
 /// tables or code), borrowed without copying.
@@ -68,6 +67,9 @@ pub struct Snapshot {
     pub unwinder: NativeUnwinder,
     /// The modules, in loader order.
     pub modules: Vec<ModuleInfo>,
+    /// Every module seen by any snapshot so far, unloaded ones included
+    /// (samples taken before an unload still refer to them).
+    pub history: Vec<ModuleInfo>,
     /// Increases with every published snapshot.
     pub generation: u64,
 }
@@ -76,7 +78,32 @@ static CURRENT: AtomicPtr<Snapshot> = AtomicPtr::new(ptr::null_mut());
 static EPOCH: AtomicUsize = AtomicUsize::new(0);
 static READERS: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
 static GENERATION: AtomicU64 = AtomicU64::new(0);
-static WRITER: Mutex<()> = Mutex::new(());
+/// Serializes writers. A spin flag rather than a mutex so that a forked
+/// child can reset it (the thread that held it does not exist there).
+static WRITER: AtomicBool = AtomicBool::new(false);
+/// Loader counters (adds, subs) when the current snapshot was built.
+static BUILT_ADDS: AtomicU64 = AtomicU64::new(u64::MAX);
+static BUILT_SUBS: AtomicU64 = AtomicU64::new(u64::MAX);
+
+struct WriterGuard;
+
+impl WriterGuard {
+    fn lock() -> WriterGuard {
+        while WRITER
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::thread::yield_now();
+        }
+        WriterGuard
+    }
+}
+
+impl Drop for WriterGuard {
+    fn drop(&mut self) {
+        WRITER.store(false, Ordering::Release);
+    }
+}
 
 /// Calls `f` with the current snapshot, if one was published.
 /// Async-signal-safe: atomic operations only; never blocks.
@@ -104,7 +131,8 @@ pub fn with_snapshot<R>(f: impl FnOnce(&Snapshot) -> R) -> Option<R> {
 /// and frees the one it replaces once no handler can still use it.
 /// Returns the new generation.
 pub fn rebuild(exclude: Option<Range<u64>>) -> u64 {
-    let _writer = WRITER.lock().unwrap_or_else(|e| e.into_inner());
+    let _writer = WriterGuard::lock();
+    let (adds, subs) = load_counters();
     let mut modules = loaded_modules();
     if let Some(gone) = &exclude {
         modules.retain(|m| m.text.end <= gone.start || m.text.start >= gone.end);
@@ -113,12 +141,23 @@ pub fn rebuild(exclude: Option<Range<u64>>) -> u64 {
     for m in &modules {
         unwinder.add_module(framehop_module(m));
     }
+    let mut history = with_snapshot(|s| s.history.clone()).unwrap_or_default();
+    for m in &modules {
+        if !history.contains(m) {
+            history.push(m.clone());
+        }
+    }
     let generation = GENERATION.fetch_add(1, Ordering::SeqCst) + 1;
     let fresh = Box::into_raw(Box::new(Snapshot {
         unwinder,
         modules,
+        history,
         generation,
     }));
+    if exclude.is_none() {
+        BUILT_ADDS.store(adds, Ordering::SeqCst);
+        BUILT_SUBS.store(subs, Ordering::SeqCst);
+    }
     let old = CURRENT.swap(fresh, Ordering::SeqCst);
     let epoch = EPOCH.fetch_add(1, Ordering::SeqCst);
     while READERS[epoch & 1].load(Ordering::SeqCst) != 0 {
@@ -149,6 +188,31 @@ fn framehop_module(m: &ModuleInfo) -> framehop::Module<MappedBytes> {
         ..Default::default()
     };
     framehop::Module::new(m.path.clone(), m.text.clone(), m.bias, info)
+}
+
+/// Rebuilds the snapshot if the loader loaded or unloaded a module since it
+/// was built (cheap when nothing changed: one `dl_iterate_phdr` step).
+/// Returns whether it rebuilt.
+pub fn refresh_if_changed() -> bool {
+    let (adds, subs) = load_counters();
+    if adds == BUILT_ADDS.load(Ordering::SeqCst) && subs == BUILT_SUBS.load(Ordering::SeqCst) {
+        return false;
+    }
+    rebuild(None);
+    true
+}
+
+/// In a forked child: forget readers and writers of threads that do not
+/// exist there. Call first thing after `fork()` returns in the child.
+pub fn reset_after_fork() {
+    READERS[0].store(0, Ordering::SeqCst);
+    READERS[1].store(0, Ordering::SeqCst);
+    WRITER.store(false, Ordering::SeqCst);
+}
+
+/// Every module any snapshot has held, unloaded ones included.
+pub fn modules_seen() -> Vec<ModuleInfo> {
+    with_snapshot(|s| s.history.clone()).unwrap_or_default()
 }
 
 /// The modules of the current snapshot (building one if none exists).

@@ -1,0 +1,138 @@
+//! Process life-cycle wrappers: `fork`, the `exec` family, `_exit`.
+//!
+//! Owns what happens to the profile when the process forks (the child gets
+//! its own runtime and database, or stops profiling, per `fork_mode`), when
+//! it replaces its image (the profile is finished first; the new image is
+//! profiled through the inherited environment), and when it leaves without
+//! running `atexit` handlers. Never runs in a signal handler.
+
+use crate::interpose::{real, RealFn};
+use crate::state::{current, finalize};
+use strobe_core::settings::Key;
+
+static REAL_FORK: RealFn = RealFn::new(c"fork");
+static REAL_EXECVE: RealFn = RealFn::new(c"execve");
+static REAL_EXECV: RealFn = RealFn::new(c"execv");
+static REAL_EXECVP: RealFn = RealFn::new(c"execvp");
+static REAL_EXECVPE: RealFn = RealFn::new(c"execvpe");
+static REAL_EXIT_NOW: RealFn = RealFn::new(c"_exit");
+static REAL_EXIT_NOW_C99: RealFn = RealFn::new(c"_Exit");
+
+type Argv = *const *const libc::c_char;
+
+/// Interposes `fork`.
+///
+/// # Safety
+/// Same contract as `fork`.
+#[no_mangle]
+pub unsafe extern "C" fn fork() -> libc::pid_t {
+    let real_fork = real!(REAL_FORK as fn() -> libc::pid_t);
+    let settings = current().map(|rt| rt.settings.clone());
+    // SAFETY: plain fork.
+    let pid = unsafe { real_fork() };
+    if pid == 0 {
+        let _ = std::panic::catch_unwind(|| after_fork_in_child(settings));
+    }
+    pid
+}
+
+fn after_fork_in_child(settings: Option<strobe_core::settings::Settings>) {
+    strobe_core::thread::refresh_after_fork();
+    strobe_sampler::snapshot::reset_after_fork();
+    crate::state::abandon_after_fork();
+    if let Some(settings) = settings {
+        if settings.text(Key::ForkMode) == "follow" {
+            crate::state::start(settings);
+        }
+    }
+}
+
+/// Finishes the profile before the image is replaced, and restarts it if
+/// the exec failed.
+fn around_exec(exec: impl FnOnce() -> libc::c_int) -> libc::c_int {
+    let settings = current().map(|rt| rt.settings.clone());
+    let _ = std::panic::catch_unwind(|| finalize("exec"));
+    let rc = exec();
+    // Only reached when the exec failed: profile on.
+    let errno = std::io::Error::last_os_error();
+    if let Some(settings) = settings {
+        let _ = std::panic::catch_unwind(|| crate::state::start(settings));
+    }
+    if let Some(code) = errno.raw_os_error() {
+        // SAFETY: restoring errno for the caller.
+        unsafe { *libc::__errno_location() = code };
+    }
+    rc
+}
+
+/// Interposes `execve`.
+///
+/// # Safety
+/// Same contract as `execve`.
+#[no_mangle]
+pub unsafe extern "C" fn execve(path: *const libc::c_char, argv: Argv, envp: Argv) -> libc::c_int {
+    let real_exec = real!(REAL_EXECVE as fn(*const libc::c_char, Argv, Argv) -> libc::c_int);
+    // SAFETY: forwarding the caller's arguments.
+    around_exec(|| unsafe { real_exec(path, argv, envp) })
+}
+
+/// Interposes `execv`.
+///
+/// # Safety
+/// Same contract as `execv`.
+#[no_mangle]
+pub unsafe extern "C" fn execv(path: *const libc::c_char, argv: Argv) -> libc::c_int {
+    let real_exec = real!(REAL_EXECV as fn(*const libc::c_char, Argv) -> libc::c_int);
+    // SAFETY: forwarding the caller's arguments.
+    around_exec(|| unsafe { real_exec(path, argv) })
+}
+
+/// Interposes `execvp`.
+///
+/// # Safety
+/// Same contract as `execvp`.
+#[no_mangle]
+pub unsafe extern "C" fn execvp(file: *const libc::c_char, argv: Argv) -> libc::c_int {
+    let real_exec = real!(REAL_EXECVP as fn(*const libc::c_char, Argv) -> libc::c_int);
+    // SAFETY: forwarding the caller's arguments.
+    around_exec(|| unsafe { real_exec(file, argv) })
+}
+
+/// Interposes `execvpe`.
+///
+/// # Safety
+/// Same contract as `execvpe`.
+#[no_mangle]
+pub unsafe extern "C" fn execvpe(file: *const libc::c_char, argv: Argv, envp: Argv) -> libc::c_int {
+    let real_exec = real!(REAL_EXECVPE as fn(*const libc::c_char, Argv, Argv) -> libc::c_int);
+    // SAFETY: forwarding the caller's arguments.
+    around_exec(|| unsafe { real_exec(file, argv, envp) })
+}
+
+/// Interposes `_exit`: `atexit` handlers do not run, so finish here.
+///
+/// # Safety
+/// Same contract as `_exit`.
+#[no_mangle]
+pub unsafe extern "C" fn _exit(status: libc::c_int) -> ! {
+    let _ = std::panic::catch_unwind(|| finalize("_exit"));
+    let real_exit = real!(REAL_EXIT_NOW as fn(libc::c_int) -> ());
+    // SAFETY: plain _exit.
+    unsafe { real_exit(status) };
+    // SAFETY: _exit does not return; abort if it somehow did.
+    unsafe { libc::abort() }
+}
+
+/// Interposes `_Exit` (the C99 spelling of `_exit`).
+///
+/// # Safety
+/// Same contract as `_Exit`.
+#[no_mangle]
+pub unsafe extern "C" fn _Exit(status: libc::c_int) -> ! {
+    let _ = std::panic::catch_unwind(|| finalize("_Exit"));
+    let real_exit = real!(REAL_EXIT_NOW_C99 as fn(libc::c_int) -> ());
+    // SAFETY: plain _Exit.
+    unsafe { real_exit(status) };
+    // SAFETY: _Exit does not return; abort if it somehow did.
+    unsafe { libc::abort() }
+}
