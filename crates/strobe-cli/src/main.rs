@@ -2,6 +2,9 @@
 //! subcommand lives in its own module and only parses, calls and prints.
 
 mod avail;
+mod launch;
+mod runtime_lib;
+mod sample;
 mod setting_flags;
 
 use clap::{Parser, Subcommand};
@@ -38,15 +41,18 @@ struct Cli {
 enum Command {
     /// Show settings (with their effective values and sources) and write config files.
     Avail(avail::AvailArgs),
+    /// Run a program under the sampling profiler: `strobe sample [options] -- <command> <args>`.
+    Sample(sample::SampleArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
-        Command::Avail(args) => avail::run(args, cli.config.as_deref()),
+        Command::Avail(args) => avail::run(args, cli.config.as_deref()).map(|()| 0),
+        Command::Sample(args) => sample::run_sample(args, cli.config.as_deref()),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
         Err(e) => {
             for line in format!("{e:#}").lines() {
                 eprintln!("strobe: error: {line}");

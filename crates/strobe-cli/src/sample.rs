@@ -1,0 +1,114 @@
+//! `strobe sample -- <command> <args>`: run a program under the sampling
+//! runtime and report where its time went.
+//!
+//! Owns the launcher's sequence: resolve settings (nothing starts if one is
+//! invalid), find the runtime, run the program with the settings carried in
+//! `STROBE_*` variables and the runtime in `LD_PRELOAD`, then collect the
+//! databases its processes wrote. Exits with the program's status.
+
+use crate::launch::{exit_code, run, signal_name, Outcome};
+use crate::runtime_lib;
+use crate::setting_flags::{load_settings, SettingFlags};
+use anyhow::{Context, Result};
+use clap::Args;
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use strobe_core::settings::Key;
+
+/// Environment variable naming the session manifest (shared with the runtime).
+const SESSION_ENV: &str = "STROBE_INTERNAL_SESSION";
+
+/// Options of `strobe sample`.
+#[derive(Debug, Args)]
+pub struct SampleArgs {
+    /// Do not print the summary after the run.
+    #[arg(long, short)]
+    quiet: bool,
+
+    #[command(flatten)]
+    flags: SettingFlags,
+
+    /// The program to profile and its arguments (after `--`).
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+/// What a finished session produced.
+pub struct Session {
+    /// The program's exit code for strobe to return.
+    pub exit_code: i32,
+    /// Every database written by the program's processes.
+    pub databases: Vec<PathBuf>,
+}
+
+/// Runs `strobe sample`; returns strobe's exit code.
+pub fn run_sample(args: &SampleArgs, config: Option<&Path>) -> Result<i32> {
+    let session = launch(args, config)?;
+    if !args.quiet {
+        for db in &session.databases {
+            eprintln!("strobe: wrote {}", db.display());
+        }
+    }
+    Ok(session.exit_code)
+}
+
+fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
+    let settings = load_settings(config, &args.flags)?;
+    let runtime = runtime_lib::locate(settings.path(Key::Runtime))?;
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let output_dir = cwd.join(settings.path(Key::OutputDir).unwrap_or(Path::new(".")));
+    std::fs::create_dir_all(&output_dir).with_context(|| {
+        format!(
+            "cannot create the output directory {}",
+            output_dir.display()
+        )
+    })?;
+    let manifest = output_dir.join(format!(".strobe-session-{}", std::process::id()));
+    let _ = std::fs::remove_file(&manifest);
+
+    let mut env: Vec<(OsString, OsString)> = settings
+        .to_env()
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+    env.push(("STROBE_OUTPUT_DIR".into(), output_dir.clone().into()));
+    env.push((SESSION_ENV.into(), manifest.clone().into()));
+    let mut preload = OsString::from(&runtime);
+    if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|p| !p.is_empty()) {
+        preload.push(":");
+        preload.push(existing);
+    }
+    env.push(("LD_PRELOAD".into(), preload));
+
+    let outcome = run(&args.command, &env, &["STROBE_CONFIG"])?;
+    let databases = read_manifest(&manifest);
+    let _ = std::fs::remove_file(&manifest);
+    let exit_code = match outcome {
+        Outcome::NotStarted(code, message) => {
+            eprintln!("strobe: error: {message}");
+            code
+        }
+        Outcome::Finished(status) => {
+            if let Some(signal) = status.signal() {
+                eprintln!("strobe: the program was killed by {}", signal_name(signal));
+            }
+            exit_code(&status)
+        }
+    };
+    Ok(Session {
+        exit_code,
+        databases,
+    })
+}
+
+fn read_manifest(path: &Path) -> Vec<PathBuf> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut out: Vec<PathBuf> = text
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(PathBuf::from)
+        .collect();
+    out.dedup();
+    out
+}
