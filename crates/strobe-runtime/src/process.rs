@@ -136,3 +136,33 @@ pub unsafe extern "C" fn _Exit(status: libc::c_int) -> ! {
     // SAFETY: _Exit does not return; abort if it somehow did.
     unsafe { libc::abort() }
 }
+
+extern "C" {
+    fn strobe_execl();
+    fn strobe_execlp();
+    fn strobe_execle();
+}
+
+/// Interposes `execl`: a naked jump to the C implementation in
+/// `csrc/exec_variadic.c`, which gathers the variadic arguments and calls
+/// the interposed `execv`. The caller's registers and stack pass through
+/// untouched, as a variadic call needs.
+#[no_mangle]
+#[unsafe(naked)]
+pub extern "C" fn execl() {
+    std::arch::naked_asm!("jmp {}", sym strobe_execl)
+}
+
+/// Interposes `execlp` (see [`execl`]).
+#[no_mangle]
+#[unsafe(naked)]
+pub extern "C" fn execlp() {
+    std::arch::naked_asm!("jmp {}", sym strobe_execlp)
+}
+
+/// Interposes `execle` (see [`execl`]).
+#[no_mangle]
+#[unsafe(naked)]
+pub extern "C" fn execle() {
+    std::arch::naked_asm!("jmp {}", sym strobe_execle)
+}

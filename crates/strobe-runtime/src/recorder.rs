@@ -15,7 +15,7 @@ use strobe_sampler::{Sample, SampleSink, SamplerStats};
 
 /// Environment variable naming the launcher's session manifest: each
 /// runtime appends the path of its database, one per line.
-pub const SESSION_ENV: &str = "STROBE_INTERNAL_SESSION";
+const SESSION_ENV: &str = "STROBE_INTERNAL_SESSION";
 
 /// Receives everything a process records.
 pub struct Recorder {
@@ -60,6 +60,7 @@ impl Recorder {
         let path = database_path(settings)?;
         std::fs::File::create(&path)
             .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        announce(&path);
         Ok(Recorder {
             path,
             samples: AtomicU64::new(0),
@@ -87,7 +88,6 @@ impl Recorder {
 
     /// Writes everything and closes the database; returns a one-line summary.
     pub fn finish(&self, stats: Option<SamplerStats>) -> Result<String, String> {
-        announce(&self.path);
         Ok(format!(
             "{} samples, {} threads, {} lost -> {}",
             self.samples.load(Ordering::Relaxed),
@@ -104,7 +104,8 @@ impl SampleSink for Recorder {
     }
 }
 
-/// Appends the database path to the launcher's session manifest.
+/// Appends the database path to the launcher's session manifest (at open,
+/// so that a process that crashes or is killed is still reported).
 fn announce(path: &Path) {
     let Some(manifest) = std::env::var_os(SESSION_ENV) else {
         return;
