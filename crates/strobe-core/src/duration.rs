@@ -82,7 +82,7 @@ impl fmt::Display for DisplayDuration {
             return write!(f, "0s");
         }
         for (scale, unit) in UNITS {
-            if ns % scale == 0 {
+            if ns.is_multiple_of(scale) {
                 return write!(f, "{}{}", ns / scale, unit);
             }
         }

@@ -64,7 +64,7 @@ pub(crate) fn decode(payload: &[u8]) -> Option<Sample<'_>> {
         unsafe { std::ptr::read_unaligned(payload.as_ptr() as *const RecordHeader) };
     let depth = header.depth as usize;
     let frame_bytes = &payload[HEADER_BYTES..];
-    if frame_bytes.len() < depth * 8 || frame_bytes.as_ptr() as usize % 8 != 0 {
+    if frame_bytes.len() < depth * 8 || !(frame_bytes.as_ptr() as usize).is_multiple_of(8) {
         return None;
     }
     // SAFETY: `depth` u64s fit in the payload and the pointer is 8-aligned.

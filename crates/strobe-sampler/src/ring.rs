@@ -191,7 +191,7 @@ mod tests {
                 bytes[..8].copy_from_slice(&next_in.to_le_bytes());
                 ring.commit(r, len);
                 next_in += 1;
-                if next_in % 5 == 0 {
+                if next_in.is_multiple_of(5) {
                     break;
                 }
             }

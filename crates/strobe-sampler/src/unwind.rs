@@ -70,7 +70,7 @@ pub fn unwind(
         };
     }
     let mut read_stack = |addr: u64| -> Result<u64, ()> {
-        if addr % 8 != 0 || addr < stack.lo || addr.saturating_add(8) > stack.hi {
+        if !addr.is_multiple_of(8) || addr < stack.lo || addr.saturating_add(8) > stack.hi {
             return Err(());
         }
         // SAFETY: `addr` is aligned and inside the thread's mapped stack.
