@@ -2,6 +2,7 @@
 //! module, prints its figures and never asserts a timing.
 
 mod clocks;
+mod overhead;
 
 use clap::{Parser, Subcommand};
 
@@ -16,11 +17,14 @@ struct Cli {
 enum Command {
     /// Cost and resolution of every timestamp source.
     Clocks(clocks::ClocksArgs),
+    /// What profiling costs a CPU-bound program: strobe and perf side by side.
+    Overhead(overhead::OverheadArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match &cli.command {
         Command::Clocks(args) => clocks::run(args),
+        Command::Overhead(args) => overhead::run(args),
     }
 }

@@ -2,8 +2,9 @@
 //!
 //! Owns the search order: the `runtime` setting (`STROBE_RUNTIME`,
 //! `--runtime`), then next to the `strobe` executable (the build tree:
-//! `target/<profile>/`), then `<prefix>/lib/strobe/` for an installed
-//! `<prefix>/bin/strobe` (what `scripts/install.sh` lays out).
+//! `target/<profile>/` after `cargo build --workspace`), then its `deps/`
+//! (where `cargo test` leaves it), then `<prefix>/lib/strobe/` for an
+//! installed `<prefix>/bin/strobe` (what `scripts/install.sh` lays out).
 
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
@@ -14,7 +15,7 @@ pub const RUNTIME_FILE: &str = "libstrobe_runtime.so";
 /// Places searched for the runtime, in order, given the `strobe` executable.
 pub fn candidates(exe: &Path) -> Vec<PathBuf> {
     let dir = exe.parent().unwrap_or(Path::new("."));
-    let mut out = vec![dir.join(RUNTIME_FILE)];
+    let mut out = vec![dir.join(RUNTIME_FILE), dir.join("deps").join(RUNTIME_FILE)];
     if let Some(prefix) = dir.parent() {
         out.push(prefix.join("lib").join("strobe").join(RUNTIME_FILE));
     }
