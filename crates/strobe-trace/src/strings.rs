@@ -1,0 +1,153 @@
+//! The string table: every string the framework sees is interned once and
+//! named by a dense [`StringId`]; the stored copy never moves, so the
+//! `&CStr` (and its `char *`) handed out stays valid for the table's life.
+//!
+//! Owns the interned strings and the string → id map. Lookups by id and
+//! repeated registrations take no lock and allocate nothing; only the first
+//! registration of a string takes the insertion lock. It must never free or
+//! move a string while the table lives.
+
+use std::ffi::{CStr, CString};
+use std::sync::Mutex;
+
+use crate::error::TraceError;
+use crate::types::StringId;
+
+type FastMap<K, V> = papaya::HashMap<K, V, foldhash::fast::RandomState>;
+
+/// An append-only, thread-safe string interner.
+pub struct StringTable {
+    // Declared before `strings` so the keys (borrowing the boxed strings) are
+    // dropped first.
+    ids: FastMap<&'static [u8], StringId>,
+    strings: boxcar::Vec<Box<CStr>>,
+    insert_lock: Mutex<()>,
+}
+
+impl Default for StringTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StringTable {
+    /// An empty table.
+    pub fn new() -> Self {
+        StringTable {
+            ids: FastMap::with_hasher(Default::default()),
+            strings: boxcar::Vec::new(),
+            insert_lock: Mutex::new(()),
+        }
+    }
+
+    /// Interns `s` (bytes without the terminating NUL) and returns its id and
+    /// the stored copy. Registering the same bytes again returns the same id
+    /// and the same pointer.
+    ///
+    /// Errors: `InvalidArg` for an empty string or one holding a NUL byte.
+    pub fn register(&self, s: &[u8]) -> Result<(StringId, &CStr), TraceError> {
+        if let Some(found) = self.find(s) {
+            return Ok(found);
+        }
+        if s.is_empty() {
+            return Err(TraceError::InvalidArg("empty string"));
+        }
+        if s.contains(&0) {
+            return Err(TraceError::InvalidArg("string holds a NUL byte"));
+        }
+        let _guard = self.insert_lock.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = self.find(s) {
+            return Ok(found);
+        }
+        let owned = CString::new(s)
+            .map_err(|_| TraceError::InvalidArg("string holds a NUL byte"))?
+            .into_boxed_c_str();
+        let index = self.strings.push(owned);
+        let id = StringId::try_from(index)
+            .ok()
+            .filter(|id| *id != crate::types::INVALID_STRING_ID)
+            .ok_or(TraceError::Full("string table"))?;
+        let stored: &CStr = self.strings.get(index).expect("just pushed");
+        // SAFETY: the boxed string lives in `self.strings`, which never
+        // removes or moves its elements (boxcar buckets) and is dropped after
+        // `self.ids`; so the key never outlives the bytes it borrows.
+        let key: &'static [u8] = unsafe { &*(stored.to_bytes() as *const [u8]) };
+        self.ids.pin().insert(key, id);
+        Ok((id, stored))
+    }
+
+    /// The id and stored copy of `s`, if it was registered.
+    #[inline]
+    pub fn find(&self, s: &[u8]) -> Option<(StringId, &CStr)> {
+        let id = *self.ids.pin().get(s)?;
+        self.strings.get(id as usize).map(|c| (id, &**c))
+    }
+
+    /// The stored string for `id`, or `None` for an unknown id.
+    #[inline]
+    pub fn lookup(&self, id: StringId) -> Option<&CStr> {
+        self.strings.get(id as usize).map(|c| &**c)
+    }
+
+    /// How many strings are interned.
+    pub fn len(&self) -> usize {
+        self.strings.count()
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_string_same_id_and_pointer() {
+        let t = StringTable::new();
+        let (a, pa) = t.register(b"alpha").unwrap();
+        let (b, pb) = t.register(b"beta").unwrap();
+        let (a2, pa2) = t.register(b"alpha").unwrap();
+        assert_ne!(a, b);
+        assert_eq!(a, a2);
+        assert_eq!(pa.as_ptr(), pa2.as_ptr());
+        assert_eq!(t.lookup(b).unwrap().to_bytes(), b"beta");
+        assert_eq!(pb.to_bytes(), b"beta");
+        assert!(t.lookup(999).is_none());
+        assert_eq!(t.len(), 2);
+    }
+
+    #[test]
+    fn rejects_empty_and_nul() {
+        let t = StringTable::new();
+        assert!(matches!(t.register(b""), Err(TraceError::InvalidArg(_))));
+        assert!(matches!(
+            t.register(b"a\0b"),
+            Err(TraceError::InvalidArg(_))
+        ));
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn concurrent_registration_agrees() {
+        let t = StringTable::new();
+        let ids: Vec<Vec<StringId>> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        (0..500)
+                            .map(|i| t.register(format!("s{i}").as_bytes()).unwrap().0)
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for v in &ids[1..] {
+            assert_eq!(v, &ids[0]);
+        }
+        assert_eq!(t.len(), 500);
+    }
+}

@@ -1,0 +1,256 @@
+//! Trace points: the payload registry (payload → 64-bit unique id) and the
+//! event made for each payload, with its instance counter and metadata.
+//!
+//! A payload is identified by its contents: name, source file, line, column
+//! and code address. The unique id is the payload's index in an append-only
+//! registry plus one (so never a heap address, never 0), which makes lookup
+//! by unique id an array access. Repeated registration of a known payload
+//! takes no lock and allocates nothing; only a new payload takes the
+//! insertion lock. It must never remove or move a trace point while the
+//! registry lives: C code holds pointers to the events and payloads.
+
+use std::hash::Hash;
+use std::sync::{Mutex, OnceLock};
+
+use crate::error::TraceError;
+use crate::event::{EventData, Payload, Reserved, Uid};
+use crate::strings::StringTable;
+use crate::types::{event_flags, payload_flags, ObjectId, StringId, UNKNOWN_LINE};
+
+type FastMap<K, V> = papaya::HashMap<K, V, foldhash::fast::RandomState>;
+
+/// What describes a trace point, as given by the instrumentation.
+///
+/// At least one of name, source file or code address must be present. Strings
+/// are bytes without a NUL (C strings need not be UTF-8).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PayloadSpec<'a> {
+    /// Function, kernel or region name.
+    pub name: Option<&'a [u8]>,
+    /// Source file.
+    pub source_file: Option<&'a [u8]>,
+    /// Line number.
+    pub line: Option<u32>,
+    /// Column number.
+    pub column: Option<u32>,
+    /// Code address.
+    pub code_ptr: Option<usize>,
+}
+
+impl<'a> PayloadSpec<'a> {
+    /// A payload with only a name.
+    pub fn named(name: &'a str) -> Self {
+        PayloadSpec {
+            name: Some(name.as_bytes()),
+            ..Default::default()
+        }
+    }
+    /// A payload with name, source file, line and column (what
+    /// `payload_t("function1", "main.cpp", 104, 2, function1)` holds, less the
+    /// address).
+    pub fn at(name: &'a str, file: &'a str, line: u32, column: u32) -> Self {
+        PayloadSpec {
+            name: Some(name.as_bytes()),
+            source_file: Some(file.as_bytes()),
+            line: Some(line),
+            column: Some(column),
+            code_ptr: None,
+        }
+    }
+    /// A payload with only a code address.
+    pub fn code(address: usize) -> Self {
+        PayloadSpec {
+            code_ptr: Some(address),
+            ..Default::default()
+        }
+    }
+    /// The same payload with a code address added.
+    pub fn with_code_ptr(mut self, address: usize) -> Self {
+        self.code_ptr = Some(address);
+        self
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct PayloadKey {
+    name: Option<&'static [u8]>,
+    file: Option<&'static [u8]>,
+    line: u32,
+    column: u32,
+    code: usize,
+}
+
+/// Borrowed form of `PayloadKey`; hashes identically (same fields, same order).
+#[derive(Hash)]
+struct PayloadQuery<'a> {
+    name: Option<&'a [u8]>,
+    file: Option<&'a [u8]>,
+    line: u32,
+    column: u32,
+    code: usize,
+}
+
+impl equivalent::Equivalent<PayloadKey> for PayloadQuery<'_> {
+    fn equivalent(&self, key: &PayloadKey) -> bool {
+        self.name == key.name
+            && self.file == key.file
+            && self.line == key.line
+            && self.column == key.column
+            && self.code == key.code
+    }
+}
+
+/// One registered payload and (once made) its event.
+pub(crate) struct TracePoint {
+    pub(crate) payload: Payload,
+    pub(crate) event: OnceLock<EventData>,
+    pub(crate) metadata: Mutex<Vec<(StringId, ObjectId)>>,
+}
+
+/// The payload → trace point registry.
+pub(crate) struct TracePoints {
+    map: FastMap<PayloadKey, u32>,
+    points: boxcar::Vec<TracePoint>,
+    insert_lock: Mutex<()>,
+}
+
+impl TracePoints {
+    pub(crate) fn new() -> Self {
+        TracePoints {
+            map: FastMap::with_hasher(Default::default()),
+            points: boxcar::Vec::new(),
+            insert_lock: Mutex::new(()),
+        }
+    }
+
+    /// Registers (or finds) the payload; returns its unique id and trace point.
+    pub(crate) fn register(
+        &self,
+        strings: &StringTable,
+        spec: &PayloadSpec<'_>,
+    ) -> Result<(u64, &TracePoint), TraceError> {
+        let name = spec.name.filter(|n| !n.is_empty());
+        let file = spec.source_file.filter(|f| !f.is_empty());
+        if name.is_none() && file.is_none() && spec.code_ptr.unwrap_or(0) == 0 {
+            return Err(TraceError::InvalidArg(
+                "a payload needs a name, a source file or a code address",
+            ));
+        }
+        let query = PayloadQuery {
+            name,
+            file,
+            line: spec.line.unwrap_or(UNKNOWN_LINE),
+            column: spec.column.unwrap_or(UNKNOWN_LINE),
+            code: spec.code_ptr.unwrap_or(0),
+        };
+        if let Some(found) = self.find(&query) {
+            return Ok(found);
+        }
+        // New payload: intern its strings, then insert under the lock.
+        let name_s = name.map(|n| strings.register(n)).transpose()?;
+        let file_s = file.map(|f| strings.register(f)).transpose()?;
+        let _guard = self.insert_lock.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = self.find(&query) {
+            return Ok(found);
+        }
+        let index = self.points.count();
+        let uid = index as u64 + 1;
+        let mut flags = payload_flags::REGISTERED | payload_flags::HASH_AVAILABLE;
+        if name_s.is_some() {
+            flags |= payload_flags::NAME;
+        }
+        if file_s.is_some() {
+            flags |= payload_flags::SOURCE_FILE;
+        }
+        if spec.line.is_some() {
+            flags |= payload_flags::LINE;
+        }
+        if spec.column.is_some() {
+            flags |= payload_flags::COLUMN;
+        }
+        if query.code != 0 {
+            flags |= payload_flags::CODE_POINTER;
+        }
+        let name_id = name_s.map_or(crate::types::INVALID_STRING_ID, |s| s.0);
+        let file_id = file_s.map_or(crate::types::INVALID_STRING_ID, |s| s.0);
+        let payload = Payload {
+            name: name_s.map_or(std::ptr::null(), |s| s.1.as_ptr()),
+            stack_trace: std::ptr::null(),
+            source_file: file_s.map_or(std::ptr::null(), |s| s.1.as_ptr()),
+            line_no: query.line,
+            column_no: query.column,
+            code_ptr_va: query.code as *const std::ffi::c_void,
+            internal: uid,
+            flags,
+            uid: Uid {
+                p1: ((file_id as u64) << 32) | query.line as u64,
+                p2: ((query.column as u64) << 32) | name_id as u64,
+                p3: query.code as u64,
+            },
+        };
+        let pushed = self.points.push(TracePoint {
+            payload,
+            event: OnceLock::new(),
+            metadata: Mutex::new(Vec::new()),
+        });
+        debug_assert_eq!(pushed, index, "pushes happen only under the insert lock");
+        // SAFETY: the key borrows interned strings that live in `strings`,
+        // which belongs to the same framework and is dropped after this map.
+        let key = PayloadKey {
+            name: name_s.map(|s| unsafe { &*(s.1.to_bytes() as *const [u8]) }),
+            // SAFETY: as above.
+            file: file_s.map(|s| unsafe { &*(s.1.to_bytes() as *const [u8]) }),
+            line: query.line,
+            column: query.column,
+            code: query.code,
+        };
+        let index32 = u32::try_from(index).map_err(|_| TraceError::Full("trace points"))?;
+        self.map.pin().insert(key, index32);
+        Ok((uid, self.points.get(index).expect("just pushed")))
+    }
+
+    #[inline]
+    fn find(&self, q: &PayloadQuery<'_>) -> Option<(u64, &TracePoint)> {
+        let index = *self.map.pin().get(q)? as usize;
+        self.points.get(index).map(|tp| (index as u64 + 1, tp))
+    }
+
+    /// The trace point of a unique id.
+    #[inline]
+    pub(crate) fn by_uid(&self, uid: u64) -> Option<&TracePoint> {
+        if uid == 0 {
+            return None;
+        }
+        self.points.get(usize::try_from(uid - 1).ok()?)
+    }
+
+    /// How many payloads are registered.
+    pub(crate) fn len(&self) -> usize {
+        self.points.count()
+    }
+}
+
+impl TracePoint {
+    /// The event of this trace point, made on first use with the given types.
+    pub(crate) fn event(&self, uid: u64, event_type: u16, activity: u16) -> &EventData {
+        self.event.get_or_init(|| EventData {
+            unique_id: uid,
+            data_id: 0,
+            instance_id: std::sync::atomic::AtomicU64::new(0),
+            event_type,
+            activity_type: activity,
+            unused: 0,
+            source_id: 0,
+            target_id: 0,
+            reserved: Reserved {
+                payload: &self.payload as *const Payload as *mut Payload,
+                opaque: [0; 56],
+            },
+            global_user_data: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
+            flags: event_flags::UID
+                | event_flags::EVENT_TYPE
+                | event_flags::ACTIVITY_TYPE
+                | event_flags::PAYLOAD,
+        })
+    }
+}
