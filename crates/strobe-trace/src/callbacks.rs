@@ -137,7 +137,7 @@ impl CallbackTable {
         // SAFETY: a published list is never freed before the table is
         // dropped (replaced lists are retired, not freed), so the borrow tied
         // to `&self` is valid.
-        unsafe { &**list }
+        unsafe { &*list }
     }
 
     /// Whether any callback exists on `stream` (for `trace_type == 0`) or for
@@ -192,7 +192,7 @@ impl CallbackTable {
         let old_list: &[Callback] = if old.is_null() {
             &[]
         } else {
-            unsafe { &**old }
+            unsafe { &*old }
         };
         if old_list.iter().any(|c| c.same(&cb)) {
             return Err(TraceError::Duplicate(
@@ -239,7 +239,7 @@ impl CallbackTable {
             return Err(not_found);
         }
         // SAFETY: valid until Drop.
-        let old_list: &[Callback] = unsafe { &**old };
+        let old_list: &[Callback] = unsafe { &*old };
         let Some(pos) = old_list.iter().position(|c| c.same(cb)) else {
             return Err(not_found);
         };

@@ -507,7 +507,12 @@ impl Framework {
     /// A stream without callbacks is a successful no-op.
     ///
     /// Hot path: no lock, no allocation, no shared write.
+    ///
+    /// `user_data` is never dereferenced by the framework; it is handed to
+    /// the callbacks, whose stream protocol defines what it points at.
     #[inline]
+    // The framework passes `user_data` through opaquely and never reads it.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn notify(
         &self,
         stream: StreamId,
