@@ -3,6 +3,8 @@
 
 use clap::{Parser, Subcommand};
 
+mod tracing;
+
 #[derive(Parser)]
 #[command(name = "strobe-bench", version, about = "strobe's benchmark harnesses")]
 struct Cli {
@@ -11,9 +13,14 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// The seed 004 tracing-framework harness (strobe-trace).
+    Tracing(tracing::TracingArgs),
+}
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Tracing(args) => tracing::run(args),
+    }
 }

@@ -189,11 +189,7 @@ impl CallbackTable {
         let (s, slot) = self.slot(stream, trace_type);
         let old = slot.load(Ordering::Acquire);
         // SAFETY: lists are valid until Drop (see `callbacks`).
-        let old_list: &[Callback] = if old.is_null() {
-            &[]
-        } else {
-            unsafe { &*old }
-        };
+        let old_list: &[Callback] = if old.is_null() { &[] } else { unsafe { &*old } };
         if old_list.iter().any(|c| c.same(&cb)) {
             return Err(TraceError::Duplicate(
                 "this callback is already registered for this stream and trace type",

@@ -37,6 +37,7 @@ pub mod error;
 pub mod event;
 mod framework;
 mod global;
+mod index_table;
 mod objects;
 pub mod printer;
 pub mod recorder;

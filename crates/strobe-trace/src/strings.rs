@@ -13,14 +13,21 @@ use std::sync::Mutex;
 use crate::error::TraceError;
 use crate::types::StringId;
 
-type FastMap<K, V> = papaya::HashMap<K, V, foldhash::fast::RandomState>;
+use crate::index_table::IndexTable;
+
+struct Entry {
+    s: Box<CStr>,
+}
+
+fn hash_bytes(b: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0x5b0e_5742_7ace).hash_one(b)
+}
 
 /// An append-only, thread-safe string interner.
 pub struct StringTable {
-    // Declared before `strings` so the keys (borrowing the boxed strings) are
-    // dropped first.
-    ids: FastMap<&'static [u8], StringId>,
-    strings: boxcar::Vec<Box<CStr>>,
+    ids: IndexTable,
+    strings: boxcar::Vec<Entry>,
     insert_lock: Mutex<()>,
 }
 
@@ -34,7 +41,7 @@ impl StringTable {
     /// An empty table.
     pub fn new() -> Self {
         StringTable {
-            ids: FastMap::with_hasher(Default::default()),
+            ids: IndexTable::new(),
             strings: boxcar::Vec::new(),
             insert_lock: Mutex::new(()),
         }
@@ -46,7 +53,8 @@ impl StringTable {
     ///
     /// Errors: `InvalidArg` for an empty string or one holding a NUL byte.
     pub fn register(&self, s: &[u8]) -> Result<(StringId, &CStr), TraceError> {
-        if let Some(found) = self.find(s) {
+        let hash = hash_bytes(s);
+        if let Some(found) = self.find_hashed(s, hash) {
             return Ok(found);
         }
         if s.is_empty() {
@@ -56,37 +64,41 @@ impl StringTable {
             return Err(TraceError::InvalidArg("string holds a NUL byte"));
         }
         let _guard = self.insert_lock.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(found) = self.find(s) {
+        if let Some(found) = self.find_hashed(s, hash) {
             return Ok(found);
         }
         let owned = CString::new(s)
             .map_err(|_| TraceError::InvalidArg("string holds a NUL byte"))?
             .into_boxed_c_str();
-        let index = self.strings.push(owned);
+        let index = self.strings.push(Entry { s: owned });
         let id = StringId::try_from(index)
             .ok()
             .filter(|id| *id != crate::types::INVALID_STRING_ID)
             .ok_or(TraceError::Full("string table"))?;
-        let stored: &CStr = self.strings.get(index).expect("just pushed");
-        // SAFETY: the boxed string lives in `self.strings`, which never
-        // removes or moves its elements (boxcar buckets) and is dropped after
-        // `self.ids`; so the key never outlives the bytes it borrows.
-        let key: &'static [u8] = unsafe { &*(stored.to_bytes() as *const [u8]) };
-        self.ids.pin().insert(key, id);
-        Ok((id, stored))
+        self.ids.insert(hash, id);
+        Ok((id, &self.strings.get(index).expect("just pushed").s))
     }
 
     /// The id and stored copy of `s`, if it was registered.
     #[inline]
     pub fn find(&self, s: &[u8]) -> Option<(StringId, &CStr)> {
-        let id = *self.ids.pin().get(s)?;
-        self.strings.get(id as usize).map(|c| (id, &**c))
+        self.find_hashed(s, hash_bytes(s))
+    }
+
+    #[inline]
+    fn find_hashed(&self, s: &[u8], hash: u64) -> Option<(StringId, &CStr)> {
+        let id = self.ids.find(hash, |i| {
+            self.strings
+                .get(i as usize)
+                .is_some_and(|e| e.s.to_bytes() == s)
+        })?;
+        self.strings.get(id as usize).map(|e| (id, &*e.s))
     }
 
     /// The stored string for `id`, or `None` for an unknown id.
     #[inline]
     pub fn lookup(&self, id: StringId) -> Option<&CStr> {
-        self.strings.get(id as usize).map(|c| &**c)
+        self.strings.get(id as usize).map(|e| &*e.s)
     }
 
     /// How many strings are interned.

@@ -9,7 +9,7 @@
 //! insertion lock. It must never remove or move a trace point while the
 //! registry lives: C code holds pointers to the events and payloads.
 
-use std::hash::Hash;
+use std::hash::BuildHasher;
 use std::sync::{Mutex, OnceLock};
 
 use crate::error::TraceError;
@@ -17,7 +17,11 @@ use crate::event::{EventData, Payload, Reserved, Uid};
 use crate::strings::StringTable;
 use crate::types::{event_flags, payload_flags, ObjectId, StringId, UNKNOWN_LINE};
 
-type FastMap<K, V> = papaya::HashMap<K, V, foldhash::fast::RandomState>;
+use crate::index_table::IndexTable;
+
+fn hasher() -> foldhash::fast::FixedState {
+    foldhash::fast::FixedState::with_seed(0x7a3c_e1d2_9b04)
+}
 
 /// What describes a trace point, as given by the instrumentation.
 ///
@@ -71,7 +75,7 @@ impl<'a> PayloadSpec<'a> {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy)]
 struct PayloadKey {
     name: Option<&'static [u8]>,
     file: Option<&'static [u8]>,
@@ -80,8 +84,7 @@ struct PayloadKey {
     code: usize,
 }
 
-/// Borrowed form of `PayloadKey`; hashes identically (same fields, same order).
-#[derive(Hash)]
+/// Borrowed form of `PayloadKey`, used for lookups.
 struct PayloadQuery<'a> {
     name: Option<&'a [u8]>,
     file: Option<&'a [u8]>,
@@ -90,10 +93,59 @@ struct PayloadQuery<'a> {
     code: usize,
 }
 
-impl equivalent::Equivalent<PayloadKey> for PayloadQuery<'_> {
-    fn equivalent(&self, key: &PayloadKey) -> bool {
-        self.name == key.name
-            && self.file == key.file
+/// Byte-slice equality without a `memcmp` call for the short strings
+/// payloads hold (pointer-equal slices short-circuit).
+#[inline]
+fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.as_ptr() == b.as_ptr() {
+        return true;
+    }
+    let mut ca = a.chunks_exact(8);
+    let mut cb = b.chunks_exact(8);
+    for (x, y) in (&mut ca).zip(&mut cb) {
+        if u64::from_ne_bytes(x.try_into().expect("8 bytes"))
+            != u64::from_ne_bytes(y.try_into().expect("8 bytes"))
+        {
+            return false;
+        }
+    }
+    ca.remainder() == cb.remainder()
+}
+
+#[inline]
+fn opt_eq(a: Option<&[u8]>, b: Option<&[u8]>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => bytes_eq(a, b),
+        _ => false,
+    }
+}
+
+impl PayloadQuery<'_> {
+    /// The lookup hash: the name's bytes plus line, column, address and the
+    /// file name's length. File contents are left out (many trace points
+    /// share a file, so they add little entropy); equality checks them.
+    #[inline]
+    fn hash(&self) -> u64 {
+        let h = hasher();
+        let name = self.name.map_or(0x51, |n| h.hash_one(n));
+        let mix = |acc: u64, v: u64| {
+            (acc ^ v)
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                .rotate_left(29)
+        };
+        let mut acc = mix(name, self.line as u64 | (self.column as u64) << 32);
+        acc = mix(acc, self.code as u64);
+        acc = mix(acc, self.file.map_or(u64::MAX, |f| f.len() as u64));
+        acc ^ (acc >> 32)
+    }
+
+    fn matches(&self, key: &PayloadKey) -> bool {
+        opt_eq(self.name, key.name)
+            && opt_eq(self.file, key.file)
             && self.line == key.line
             && self.column == key.column
             && self.code == key.code
@@ -102,6 +154,7 @@ impl equivalent::Equivalent<PayloadKey> for PayloadQuery<'_> {
 
 /// One registered payload and (once made) its event.
 pub(crate) struct TracePoint {
+    key: PayloadKey,
     pub(crate) payload: Payload,
     pub(crate) event: OnceLock<EventData>,
     pub(crate) metadata: Mutex<Vec<(StringId, ObjectId)>>,
@@ -109,7 +162,7 @@ pub(crate) struct TracePoint {
 
 /// The payload → trace point registry.
 pub(crate) struct TracePoints {
-    map: FastMap<PayloadKey, u32>,
+    map: IndexTable,
     points: boxcar::Vec<TracePoint>,
     insert_lock: Mutex<()>,
 }
@@ -117,7 +170,7 @@ pub(crate) struct TracePoints {
 impl TracePoints {
     pub(crate) fn new() -> Self {
         TracePoints {
-            map: FastMap::with_hasher(Default::default()),
+            map: IndexTable::new(),
             points: boxcar::Vec::new(),
             insert_lock: Mutex::new(()),
         }
@@ -143,14 +196,15 @@ impl TracePoints {
             column: spec.column.unwrap_or(UNKNOWN_LINE),
             code: spec.code_ptr.unwrap_or(0),
         };
-        if let Some(found) = self.find(&query) {
+        let hash = query.hash();
+        if let Some(found) = self.find(&query, hash) {
             return Ok(found);
         }
         // New payload: intern its strings, then insert under the lock.
         let name_s = name.map(|n| strings.register(n)).transpose()?;
         let file_s = file.map(|f| strings.register(f)).transpose()?;
         let _guard = self.insert_lock.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(found) = self.find(&query) {
+        if let Some(found) = self.find(&query, hash) {
             return Ok(found);
         }
         let index = self.points.count();
@@ -188,14 +242,8 @@ impl TracePoints {
                 p3: query.code as u64,
             },
         };
-        let pushed = self.points.push(TracePoint {
-            payload,
-            event: OnceLock::new(),
-            metadata: Mutex::new(Vec::new()),
-        });
-        debug_assert_eq!(pushed, index, "pushes happen only under the insert lock");
         // SAFETY: the key borrows interned strings that live in `strings`,
-        // which belongs to the same framework and is dropped after this map.
+        // which belongs to the same framework and outlives this registry.
         let key = PayloadKey {
             name: name_s.map(|s| unsafe { &*(s.1.to_bytes() as *const [u8]) }),
             // SAFETY: as above.
@@ -205,14 +253,28 @@ impl TracePoints {
             code: query.code,
         };
         let index32 = u32::try_from(index).map_err(|_| TraceError::Full("trace points"))?;
-        self.map.pin().insert(key, index32);
+        let pushed = self.points.push(TracePoint {
+            key,
+            payload,
+            event: OnceLock::new(),
+            metadata: Mutex::new(Vec::new()),
+        });
+        debug_assert_eq!(pushed, index, "pushes happen only under the insert lock");
+        self.map.insert(hash, index32);
         Ok((uid, self.points.get(index).expect("just pushed")))
     }
 
     #[inline]
-    fn find(&self, q: &PayloadQuery<'_>) -> Option<(u64, &TracePoint)> {
-        let index = *self.map.pin().get(q)? as usize;
-        self.points.get(index).map(|tp| (index as u64 + 1, tp))
+    fn find(&self, q: &PayloadQuery<'_>, hash: u64) -> Option<(u64, &TracePoint)> {
+        let mut found = None;
+        let index = self.map.find(hash, |i| match self.points.get(i as usize) {
+            Some(tp) if q.matches(&tp.key) => {
+                found = Some(tp);
+                true
+            }
+            _ => false,
+        })?;
+        found.map(|tp| (index as u64 + 1, tp))
     }
 
     /// The trace point of a unique id.
