@@ -18,6 +18,10 @@ pub const ENV_SUBSCRIBERS: &str = "XPTI_SUBSCRIBERS";
 /// Environment variable naming the dispatcher a proxy loads.
 pub const ENV_DISPATCHER: &str = "XPTI_FRAMEWORK_DISPATCHER";
 
+/// The `XPTI_SUBSCRIBERS` entry that attaches the built-in printer
+/// subscriber (writes one line per notification to stderr).
+pub const BUILTIN_PRINTER: &str = "strobe:printer";
+
 static GLOBAL: AtomicPtr<Framework> = AtomicPtr::new(std::ptr::null_mut());
 /// 0 = global not created yet, 1 = disabled, 2 = enabled.
 static GLOBAL_ENABLED: AtomicU8 = AtomicU8::new(0);
@@ -62,7 +66,8 @@ fn trace_enabled_slow() -> bool {
 /// The process-wide framework, created on first use with
 /// [`EnablePolicy::EnvAndSubscribers`]; the libraries named in
 /// `XPTI_SUBSCRIBERS` are loaded then (each rejected one is reported on
-/// stderr with its path and the reason).
+/// stderr with its path and the reason); the entry [`BUILTIN_PRINTER`]
+/// attaches the built-in printer instead of a library.
 #[inline]
 pub fn global() -> &'static Framework {
     let p = GLOBAL.load(Ordering::Acquire);
@@ -109,6 +114,10 @@ fn load_env_subscribers(g: &Framework) {
     };
     let list = list.to_string_lossy().into_owned();
     for path in parse_subscriber_list(&list) {
+        if path.as_os_str() == BUILTIN_PRINTER {
+            g.add_subscriber(Arc::new(crate::printer::Printer::stderr()));
+            continue;
+        }
         match DylibSubscriber::load(&path) {
             Ok(s) => g.add_subscriber(Arc::new(s)),
             Err(e) => eprintln!("strobe-trace: warning: {e} (from {ENV_SUBSCRIBERS})"),

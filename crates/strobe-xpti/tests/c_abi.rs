@@ -128,6 +128,9 @@ fn build_app_proxy(dir: &Path) -> PathBuf {
 
 fn run(exe: &Path, env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(exe);
+    // cargo's LD_LIBRARY_PATH would win over the executables' RUNPATH and
+    // could pick a stale uplifted copy of the library.
+    cmd.env_remove("LD_LIBRARY_PATH");
     for k in [
         "XPTI_TRACE_ENABLE",
         "XPTI_SUBSCRIBERS",
@@ -290,6 +293,39 @@ fn invalid_subscribers_are_rejected_with_a_warning() {
     // Only invalid subscribers: nothing loaded, tracing stays off.
     let o = run(&app, &[("XPTI_SUBSCRIBERS", s(&bad))]);
     assert!(stdout(&o).starts_with("enabled=0\n"));
+}
+
+#[test]
+fn builtin_printer_subscriber() {
+    let dir = work_dir("printer");
+    let app = build_app_direct(&dir);
+    let o = run(&app, &[("XPTI_SUBSCRIBERS", "strobe:printer")]);
+    let err_text = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err_text}");
+    assert!(
+        stdout(&o).starts_with("enabled=1\n"),
+        "{}\n{err_text}",
+        stdout(&o)
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("stream=foo")).collect();
+    assert_eq!(lines.len(), 5, "{err}");
+    assert!(
+        lines[0].contains("type=graph_create") && lines[0].contains("name=app_graph"),
+        "{err}"
+    );
+    assert!(
+        lines[1].contains("type=task_begin")
+            && lines[1].contains("name=work at=app.c:42:3")
+            && lines[1].contains("queue=q0")
+            && lines[1].contains("instance=1"),
+        "{err}"
+    );
+    assert!(
+        lines[4].contains("type=task_end") && lines[4].contains("instance=2"),
+        "{err}"
+    );
+    assert!(err.contains("stream foo finalized"), "{err}");
 }
 
 #[test]
