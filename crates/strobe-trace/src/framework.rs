@@ -53,6 +53,8 @@ pub struct Framework {
     streams: Mutex<Streams>,
     subscribers: RwLock<Vec<Arc<dyn Subscriber>>>,
     vendors: Mutex<Vec<Vec<u8>>>,
+    /// Metadata by event unique id (rarely used: kept out of the trace points).
+    metadata: Mutex<HashMap<u64, Vec<(StringId, ObjectId)>>>,
     enabled: AtomicBool,
     policy: EnablePolicy,
     /// 0 = not forced, 1 = forced off, 2 = forced on.
@@ -83,6 +85,7 @@ impl Framework {
             streams: Mutex::new(Streams::default()),
             subscribers: RwLock::new(Vec::new()),
             vendors: Mutex::new(Vec::new()),
+            metadata: Mutex::new(HashMap::new()),
             enabled: AtomicBool::new(false),
             policy,
             forced: AtomicU8::new(0),
@@ -382,18 +385,13 @@ impl Framework {
         key: &[u8],
         value: ObjectId,
     ) -> Result<(), TraceError> {
-        let tp = self
-            .tracepoints
-            .by_uid(event.unique_id)
-            .filter(|tp| tp.event.get().is_some())
-            .ok_or(TraceError::InvalidArg(
-                "the event was not made by this framework",
-            ))?;
+        self.check_own_event(event)?;
         if self.objects.lookup(value).is_none() {
             return Err(TraceError::InvalidArg("unknown object id"));
         }
         let (key_id, _) = self.strings.register(key)?;
-        let mut md = tp.metadata.lock().unwrap_or_else(|e| e.into_inner());
+        let mut all = self.metadata.lock().unwrap_or_else(|e| e.into_inner());
+        let md = all.entry(event.unique_id).or_default();
         if md.iter().any(|(k, _)| *k == key_id) {
             return Err(TraceError::Duplicate(
                 "the event already has this metadata key",
@@ -418,15 +416,19 @@ impl Framework {
     /// The metadata of an event, in insertion order, as (key string id,
     /// object id) pairs.
     pub fn metadata(&self, event: &EventData) -> Result<Vec<(StringId, ObjectId)>, TraceError> {
-        let tp = self
-            .tracepoints
+        self.check_own_event(event)?;
+        let all = self.metadata.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(all.get(&event.unique_id).cloned().unwrap_or_default())
+    }
+
+    fn check_own_event(&self, event: &EventData) -> Result<(), TraceError> {
+        self.tracepoints
             .by_uid(event.unique_id)
             .filter(|tp| tp.event.get().is_some())
+            .map(|_| ())
             .ok_or(TraceError::InvalidArg(
                 "the event was not made by this framework",
-            ))?;
-        let md = tp.metadata.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(md.clone())
+            ))
     }
 
     /// A process-wide increasing id (`xptiGetUniqueId`).

@@ -132,6 +132,28 @@ impl Drop for IndexTable {
     }
 }
 
+/// Byte-slice equality without a `memcmp` call for the short strings
+/// payloads hold (pointer-equal slices short-circuit).
+#[inline]
+pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.as_ptr() == b.as_ptr() {
+        return true;
+    }
+    let mut ca = a.chunks_exact(8);
+    let mut cb = b.chunks_exact(8);
+    for (x, y) in (&mut ca).zip(&mut cb) {
+        if u64::from_ne_bytes(x.try_into().expect("8 bytes"))
+            != u64::from_ne_bytes(y.try_into().expect("8 bytes"))
+        {
+            return false;
+        }
+    }
+    ca.remainder() == cb.remainder()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

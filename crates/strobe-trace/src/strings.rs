@@ -2,12 +2,14 @@
 //! named by a dense [`StringId`]; the stored copy never moves, so the
 //! `&CStr` (and its `char *`) handed out stays valid for the table's life.
 //!
-//! Owns the interned strings and the string → id map. Lookups by id and
+//! Owns the interned strings (bump-allocated in append-only chunks, so a new
+//! string costs no `malloc`) and the string → id map. Lookups by id and
 //! repeated registrations take no lock and allocate nothing; only the first
 //! registration of a string takes the insertion lock. It must never free or
 //! move a string while the table lives.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
+use std::mem::MaybeUninit;
 use std::sync::Mutex;
 
 use crate::error::TraceError;
@@ -15,8 +17,77 @@ use crate::types::StringId;
 
 use crate::index_table::IndexTable;
 
+/// One interned string: NUL-terminated bytes inside an arena chunk.
 struct Entry {
-    s: Box<CStr>,
+    ptr: *const u8,
+    /// Length including the NUL.
+    len: usize,
+}
+
+// SAFETY: entries point at immutable bytes owned by the table's arena.
+unsafe impl Send for Entry {}
+// SAFETY: as above.
+unsafe impl Sync for Entry {}
+
+impl Entry {
+    #[inline]
+    fn as_cstr(&self) -> &CStr {
+        // SAFETY: `ptr..ptr+len` was written once (bytes + NUL, no interior
+        // NUL) before the entry was published and is never written again;
+        // the arena outlives every borrow of the table.
+        unsafe {
+            CStr::from_bytes_with_nul_unchecked(std::slice::from_raw_parts(self.ptr, self.len))
+        }
+    }
+}
+
+/// Append-only byte arena: chunks are never moved or freed before the table.
+struct Arena {
+    chunks: Vec<(*mut MaybeUninit<u8>, usize)>,
+    used: usize,
+}
+
+// SAFETY: the arena is only touched under the table's insertion lock and in Drop.
+unsafe impl Send for Arena {}
+
+const CHUNK: usize = 64 * 1024;
+
+impl Arena {
+    /// Copies `s` plus a NUL into the arena and returns the copy's address.
+    fn store(&mut self, s: &[u8]) -> *const u8 {
+        let need = s.len() + 1;
+        let fits = self
+            .chunks
+            .last()
+            .is_some_and(|&(_, cap)| cap - self.used >= need);
+        if !fits {
+            let cap = need.max(CHUNK);
+            let chunk: Box<[MaybeUninit<u8>]> = vec![MaybeUninit::uninit(); cap].into_boxed_slice();
+            self.chunks
+                .push((Box::into_raw(chunk) as *mut MaybeUninit<u8>, cap));
+            self.used = 0;
+        }
+        let &(base, _) = self.chunks.last().expect("a chunk exists");
+        // SAFETY: `base + used .. + need` lies inside the chunk (checked
+        // above) and no published entry covers it yet.
+        unsafe {
+            let dst = base.add(self.used) as *mut u8;
+            std::ptr::copy_nonoverlapping(s.as_ptr(), dst, s.len());
+            *dst.add(s.len()) = 0;
+            self.used += need;
+            dst
+        }
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        for &(base, cap) in &self.chunks {
+            // SAFETY: created by Box::into_raw with this length; no borrow of
+            // the table (hence of the chunk) outlives it.
+            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(base, cap)) });
+        }
+    }
 }
 
 fn hash_bytes(b: &[u8]) -> u64 {
@@ -28,7 +99,7 @@ fn hash_bytes(b: &[u8]) -> u64 {
 pub struct StringTable {
     ids: IndexTable,
     strings: boxcar::Vec<Entry>,
-    insert_lock: Mutex<()>,
+    insert_lock: Mutex<Arena>,
 }
 
 impl Default for StringTable {
@@ -43,7 +114,10 @@ impl StringTable {
         StringTable {
             ids: IndexTable::new(),
             strings: boxcar::Vec::new(),
-            insert_lock: Mutex::new(()),
+            insert_lock: Mutex::new(Arena {
+                chunks: Vec::new(),
+                used: 0,
+            }),
         }
     }
 
@@ -63,20 +137,21 @@ impl StringTable {
         if s.contains(&0) {
             return Err(TraceError::InvalidArg("string holds a NUL byte"));
         }
-        let _guard = self.insert_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut arena = self.insert_lock.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(found) = self.find_hashed(s, hash) {
             return Ok(found);
         }
-        let owned = CString::new(s)
-            .map_err(|_| TraceError::InvalidArg("string holds a NUL byte"))?
-            .into_boxed_c_str();
-        let index = self.strings.push(Entry { s: owned });
+        let ptr = arena.store(s);
+        let index = self.strings.push(Entry {
+            ptr,
+            len: s.len() + 1,
+        });
         let id = StringId::try_from(index)
             .ok()
             .filter(|id| *id != crate::types::INVALID_STRING_ID)
             .ok_or(TraceError::Full("string table"))?;
         self.ids.insert(hash, id);
-        Ok((id, &self.strings.get(index).expect("just pushed").s))
+        Ok((id, self.strings.get(index).expect("just pushed").as_cstr()))
     }
 
     /// The id and stored copy of `s`, if it was registered.
@@ -88,17 +163,17 @@ impl StringTable {
     #[inline]
     fn find_hashed(&self, s: &[u8], hash: u64) -> Option<(StringId, &CStr)> {
         let id = self.ids.find(hash, |i| {
-            self.strings
-                .get(i as usize)
-                .is_some_and(|e| e.s.to_bytes() == s)
+            self.strings.get(i as usize).is_some_and(|e| {
+                e.len == s.len() + 1 && crate::index_table::bytes_eq(e.as_cstr().to_bytes(), s)
+            })
         })?;
-        self.strings.get(id as usize).map(|e| (id, &*e.s))
+        self.strings.get(id as usize).map(|e| (id, e.as_cstr()))
     }
 
     /// The stored string for `id`, or `None` for an unknown id.
     #[inline]
     pub fn lookup(&self, id: StringId) -> Option<&CStr> {
-        self.strings.get(id as usize).map(|e| &*e.s)
+        self.strings.get(id as usize).map(Entry::as_cstr)
     }
 
     /// How many strings are interned.

@@ -15,7 +15,7 @@ use std::sync::{Mutex, OnceLock};
 use crate::error::TraceError;
 use crate::event::{EventData, Payload, Reserved, Uid};
 use crate::strings::StringTable;
-use crate::types::{event_flags, payload_flags, ObjectId, StringId, UNKNOWN_LINE};
+use crate::types::{event_flags, payload_flags, UNKNOWN_LINE};
 
 use crate::index_table::IndexTable;
 
@@ -75,16 +75,8 @@ impl<'a> PayloadSpec<'a> {
     }
 }
 
-#[derive(Clone, Copy)]
-struct PayloadKey {
-    name: Option<&'static [u8]>,
-    file: Option<&'static [u8]>,
-    line: u32,
-    column: u32,
-    code: usize,
-}
-
-/// Borrowed form of `PayloadKey`, used for lookups.
+/// A payload as looked up: empty strings already dropped, unknown line and
+/// column as `UNKNOWN_LINE`, no address as 0.
 struct PayloadQuery<'a> {
     name: Option<&'a [u8]>,
     file: Option<&'a [u8]>,
@@ -93,33 +85,11 @@ struct PayloadQuery<'a> {
     code: usize,
 }
 
-/// Byte-slice equality without a `memcmp` call for the short strings
-/// payloads hold (pointer-equal slices short-circuit).
-#[inline]
-fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    if a.as_ptr() == b.as_ptr() {
-        return true;
-    }
-    let mut ca = a.chunks_exact(8);
-    let mut cb = b.chunks_exact(8);
-    for (x, y) in (&mut ca).zip(&mut cb) {
-        if u64::from_ne_bytes(x.try_into().expect("8 bytes"))
-            != u64::from_ne_bytes(y.try_into().expect("8 bytes"))
-        {
-            return false;
-        }
-    }
-    ca.remainder() == cb.remainder()
-}
-
 #[inline]
 fn opt_eq(a: Option<&[u8]>, b: Option<&[u8]>) -> bool {
     match (a, b) {
         (None, None) => true,
-        (Some(a), Some(b)) => bytes_eq(a, b),
+        (Some(a), Some(b)) => crate::index_table::bytes_eq(a, b),
         _ => false,
     }
 }
@@ -143,21 +113,26 @@ impl PayloadQuery<'_> {
         acc ^ (acc >> 32)
     }
 
-    fn matches(&self, key: &PayloadKey) -> bool {
-        opt_eq(self.name, key.name)
-            && opt_eq(self.file, key.file)
-            && self.line == key.line
-            && self.column == key.column
-            && self.code == key.code
+    fn matches(&self, tp: &TracePoint) -> bool {
+        let p = &tp.payload;
+        self.line == p.line_no
+            && self.column == p.column_no
+            && self.code == p.code_ptr_va as usize
+            && opt_eq(self.name, tp.name_bytes())
+            && opt_eq(self.file, tp.file_bytes())
     }
 }
 
-/// One registered payload and (once made) its event.
+/// One registered payload and (once made) its event. `repr(C)` keeps the
+/// fields a repeated lookup reads (payload, string lengths, the event's
+/// instance counter) close together.
+#[repr(C)]
 pub(crate) struct TracePoint {
-    key: PayloadKey,
     pub(crate) payload: Payload,
+    /// Byte lengths of the interned name and file (`u32::MAX` = absent).
+    name_len: u32,
+    file_len: u32,
     pub(crate) event: OnceLock<EventData>,
-    pub(crate) metadata: Mutex<Vec<(StringId, ObjectId)>>,
 }
 
 /// The payload → trace point registry.
@@ -242,22 +217,12 @@ impl TracePoints {
                 p3: query.code as u64,
             },
         };
-        // SAFETY: the key borrows interned strings that live in `strings`,
-        // which belongs to the same framework and outlives this registry.
-        let key = PayloadKey {
-            name: name_s.map(|s| unsafe { &*(s.1.to_bytes() as *const [u8]) }),
-            // SAFETY: as above.
-            file: file_s.map(|s| unsafe { &*(s.1.to_bytes() as *const [u8]) }),
-            line: query.line,
-            column: query.column,
-            code: query.code,
-        };
         let index32 = u32::try_from(index).map_err(|_| TraceError::Full("trace points"))?;
         let pushed = self.points.push(TracePoint {
-            key,
             payload,
+            name_len: name_s.map_or(u32::MAX, |s| s.1.to_bytes().len() as u32),
+            file_len: file_s.map_or(u32::MAX, |s| s.1.to_bytes().len() as u32),
             event: OnceLock::new(),
-            metadata: Mutex::new(Vec::new()),
         });
         debug_assert_eq!(pushed, index, "pushes happen only under the insert lock");
         self.map.insert(hash, index32);
@@ -268,7 +233,7 @@ impl TracePoints {
     fn find(&self, q: &PayloadQuery<'_>, hash: u64) -> Option<(u64, &TracePoint)> {
         let mut found = None;
         let index = self.map.find(hash, |i| match self.points.get(i as usize) {
-            Some(tp) if q.matches(&tp.key) => {
+            Some(tp) if q.matches(tp) => {
                 found = Some(tp);
                 true
             }
@@ -293,6 +258,25 @@ impl TracePoints {
 }
 
 impl TracePoint {
+    fn bytes(ptr: *const std::ffi::c_char, len: u32) -> Option<&'static [u8]> {
+        if len == u32::MAX {
+            None
+        } else {
+            // SAFETY: `ptr` points at an interned string of `len` bytes that
+            // the framework's string table keeps alive and unmoved for as
+            // long as this trace point can be reached.
+            Some(unsafe { std::slice::from_raw_parts(ptr as *const u8, len as usize) })
+        }
+    }
+    #[inline]
+    fn name_bytes(&self) -> Option<&[u8]> {
+        Self::bytes(self.payload.name, self.name_len)
+    }
+    #[inline]
+    fn file_bytes(&self) -> Option<&[u8]> {
+        Self::bytes(self.payload.source_file, self.file_len)
+    }
+
     /// The event of this trace point, made on first use with the given types.
     pub(crate) fn event(&self, uid: u64, event_type: u16, activity: u16) -> &EventData {
         self.event.get_or_init(|| EventData {
