@@ -123,15 +123,15 @@ impl PayloadQuery<'_> {
     }
 }
 
-/// One registered payload and (once made) its event. `repr(C)` keeps the
-/// fields a repeated lookup reads (payload, string lengths, the event's
-/// instance counter) close together.
+/// One registered payload and (once made) its event.
+/// `repr(C)`: the lengths and the payload fields compared on a repeated
+/// lookup come first, next to each other.
 #[repr(C)]
 pub(crate) struct TracePoint {
-    pub(crate) payload: Payload,
     /// Byte lengths of the interned name and file (`u32::MAX` = absent).
     name_len: u32,
     file_len: u32,
+    pub(crate) payload: Payload,
     pub(crate) event: OnceLock<EventData>,
 }
 
