@@ -151,7 +151,14 @@ pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
             return false;
         }
     }
-    ca.remainder() == cb.remainder()
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    let mut x = 0u64;
+    let mut y = 0u64;
+    for k in 0..ra.len() {
+        x |= (ra[k] as u64) << (8 * k);
+        y |= (rb[k] as u64) << (8 * k);
+    }
+    x == y
 }
 
 #[cfg(test)]
