@@ -61,7 +61,10 @@ pub struct Framework {
     forced: AtomicU8,
     pub(crate) mirrors_global: AtomicBool,
     unique_ids: AtomicU64,
+    id: u64,
 }
+
+static NEXT_FRAMEWORK_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Default for Framework {
     fn default() -> Self {
@@ -91,9 +94,16 @@ impl Framework {
             forced: AtomicU8::new(0),
             mirrors_global: AtomicBool::new(false),
             unique_ids: AtomicU64::new(1),
+            id: NEXT_FRAMEWORK_ID.fetch_add(1, Ordering::Relaxed),
         };
         fw.recompute_enabled();
         fw
+    }
+
+    /// An id unique to this framework instance within the process (never
+    /// reused, unlike its address).
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     // ---- enable state -------------------------------------------------

@@ -23,7 +23,7 @@ pub struct Printer {
 
 struct Inner {
     out: Mutex<Box<dyn Write + Send>>,
-    registered: Mutex<HashSet<(usize, StreamId)>>,
+    registered: Mutex<HashSet<(u64, StreamId)>>,
 }
 
 /// Renders a metadata value for display.
@@ -128,7 +128,7 @@ impl Printer {
 
     /// Subscribes to every predefined type of `stream` on `framework`.
     pub fn attach(&self, framework: &Framework, stream: StreamId) {
-        let key = (framework as *const Framework as usize, stream);
+        let key = (framework.id(), stream);
         if !self
             .inner
             .registered

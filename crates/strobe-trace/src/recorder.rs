@@ -105,7 +105,7 @@ struct Inner {
     capacity: usize,
     trace_types: Vec<u16>,
     rings: Mutex<Vec<(u64, Arc<Ring>)>>,
-    registered: Mutex<HashSet<(usize, StreamId)>>,
+    registered: Mutex<HashSet<(u64, StreamId)>>,
 }
 
 static NEXT_RECORDER: AtomicU64 = AtomicU64::new(1);
@@ -202,7 +202,7 @@ impl Recorder {
 
     /// Subscribes to `stream` on `framework` directly (what `init` does).
     pub fn attach(&self, framework: &Framework, stream: StreamId) {
-        let key = (framework as *const Framework as usize, stream);
+        let key = (framework.id(), stream);
         if !self
             .inner
             .registered
