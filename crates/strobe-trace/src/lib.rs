@@ -32,6 +32,7 @@
 //! memory; the disabled check is one atomic load. The process-wide instance
 //! behind the XPTI C ABI (`strobe-xpti`) is [`global()`].
 
+mod arena;
 mod callbacks;
 pub mod error;
 pub mod event;

@@ -17,6 +17,7 @@ use crate::event::{EventData, Payload, Reserved, Uid};
 use crate::strings::StringTable;
 use crate::types::{event_flags, payload_flags, UNKNOWN_LINE};
 
+use crate::arena::Arena;
 use crate::index_table::IndexTable;
 
 fn hasher() -> foldhash::fast::FixedState {
@@ -139,7 +140,8 @@ pub(crate) struct TracePoint {
 pub(crate) struct TracePoints {
     map: IndexTable,
     points: boxcar::Vec<TracePoint>,
-    insert_lock: Mutex<()>,
+    /// Serialises inserts; owns the copies of payload names.
+    insert_lock: Mutex<Arena>,
 }
 
 impl TracePoints {
@@ -147,7 +149,7 @@ impl TracePoints {
         TracePoints {
             map: IndexTable::new(),
             points: boxcar::Vec::new(),
-            insert_lock: Mutex::new(()),
+            insert_lock: Mutex::new(Arena::new()),
         }
     }
 
@@ -176,16 +178,25 @@ impl TracePoints {
             return Ok(found);
         }
         // New payload: intern its strings, then insert under the lock.
-        let name_s = name.map(|n| strings.register(n)).transpose()?;
+        // Names are (nearly) unique per trace point: copied into this
+        // registry's arena rather than interned. Files are shared by many
+        // trace points: interned in the string table.
+        if name.is_some_and(|n| n.len() >= u32::MAX as usize) {
+            return Err(TraceError::InvalidArg("payload name longer than 4 GiB"));
+        }
+        if name.is_some_and(|n| n.contains(&0)) {
+            return Err(TraceError::InvalidArg("payload name holds a NUL byte"));
+        }
         let file_s = file.map(|f| strings.register(f)).transpose()?;
-        let _guard = self.insert_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut arena = self.insert_lock.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(found) = self.find(&query, hash) {
             return Ok(found);
         }
         let index = self.points.count();
         let uid = index as u64 + 1;
         let mut flags = payload_flags::REGISTERED | payload_flags::HASH_AVAILABLE;
-        if name_s.is_some() {
+        let name_ptr = name.map(|n| arena.store(n));
+        if name.is_some() {
             flags |= payload_flags::NAME;
         }
         if file_s.is_some() {
@@ -200,10 +211,9 @@ impl TracePoints {
         if query.code != 0 {
             flags |= payload_flags::CODE_POINTER;
         }
-        let name_id = name_s.map_or(crate::types::INVALID_STRING_ID, |s| s.0);
         let file_id = file_s.map_or(crate::types::INVALID_STRING_ID, |s| s.0);
         let payload = Payload {
-            name: name_s.map_or(std::ptr::null(), |s| s.1.as_ptr()),
+            name: name_ptr.map_or(std::ptr::null(), |p| p as *const std::ffi::c_char),
             stack_trace: std::ptr::null(),
             source_file: file_s.map_or(std::ptr::null(), |s| s.1.as_ptr()),
             line_no: query.line,
@@ -213,14 +223,14 @@ impl TracePoints {
             flags,
             uid: Uid {
                 p1: ((file_id as u64) << 32) | query.line as u64,
-                p2: ((query.column as u64) << 32) | name_id as u64,
+                p2: ((query.column as u64) << 32) | (hash as u32 as u64),
                 p3: query.code as u64,
             },
         };
         let index32 = u32::try_from(index).map_err(|_| TraceError::Full("trace points"))?;
         let pushed = self.points.push(TracePoint {
             payload,
-            name_len: name_s.map_or(u32::MAX, |s| s.1.to_bytes().len() as u32),
+            name_len: name.map_or(u32::MAX, |n| n.len() as u32),
             file_len: file_s.map_or(u32::MAX, |s| s.1.to_bytes().len() as u32),
             event: OnceLock::new(),
         });
@@ -258,23 +268,24 @@ impl TracePoints {
 }
 
 impl TracePoint {
-    fn bytes(ptr: *const std::ffi::c_char, len: u32) -> Option<&'static [u8]> {
+    fn bytes(&self, ptr: *const std::ffi::c_char, len: u32) -> Option<&[u8]> {
         if len == u32::MAX {
             None
         } else {
-            // SAFETY: `ptr` points at an interned string of `len` bytes that
-            // the framework's string table keeps alive and unmoved for as
-            // long as this trace point can be reached.
+            // SAFETY: `ptr` points at `len` bytes, the registry arena's copy of
+            // the name or the string table's copy of the file; both belong to
+            // the framework that owns this trace point and never move or get
+            // freed before it, so they outlive the borrow of `self`.
             Some(unsafe { std::slice::from_raw_parts(ptr as *const u8, len as usize) })
         }
     }
     #[inline]
     fn name_bytes(&self) -> Option<&[u8]> {
-        Self::bytes(self.payload.name, self.name_len)
+        self.bytes(self.payload.name, self.name_len)
     }
     #[inline]
     fn file_bytes(&self) -> Option<&[u8]> {
-        Self::bytes(self.payload.source_file, self.file_len)
+        self.bytes(self.payload.source_file, self.file_len)
     }
 
     /// The event of this trace point, made on first use with the given types.
