@@ -3,6 +3,7 @@
 
 mod clocks;
 mod overhead;
+mod tracing;
 
 use clap::{Parser, Subcommand};
 
@@ -19,12 +20,15 @@ enum Command {
     Clocks(clocks::ClocksArgs),
     /// What profiling costs a CPU-bound program: strobe and perf side by side.
     Overhead(overhead::OverheadArgs),
+    /// The seed 004 tracing-framework harness (strobe-trace).
+    Tracing(tracing::TracingArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    match &cli.command {
-        Command::Clocks(args) => clocks::run(args),
-        Command::Overhead(args) => overhead::run(args),
+    match cli.command {
+        Command::Clocks(args) => clocks::run(&args),
+        Command::Overhead(args) => overhead::run(&args),
+        Command::Tracing(args) => tracing::run(args),
     }
 }

@@ -1,0 +1,162 @@
+//! The process-wide framework the C ABI and instrumented code share, the
+//! environment rules that configure it, and the one-load enabled check.
+//!
+//! Owns the global instance pointer and the enabled mirror. A replaced
+//! instance (after [`reset_global`]) is leaked, never freed: C code may still
+//! hold its events. It must never load subscribers while holding a lock.
+
+use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
+use std::sync::Arc;
+
+use crate::framework::{EnablePolicy, Framework};
+use crate::subscriber::{parse_subscriber_list, DylibSubscriber};
+
+/// Environment variable that turns tracing on or off.
+pub const ENV_TRACE_ENABLE: &str = "XPTI_TRACE_ENABLE";
+/// Environment variable naming subscriber libraries (comma-separated).
+pub const ENV_SUBSCRIBERS: &str = "XPTI_SUBSCRIBERS";
+/// Environment variable naming the dispatcher a proxy loads.
+pub const ENV_DISPATCHER: &str = "XPTI_FRAMEWORK_DISPATCHER";
+
+/// The `XPTI_SUBSCRIBERS` entry that attaches the built-in printer
+/// subscriber (writes one line per notification to stderr).
+pub const BUILTIN_PRINTER: &str = "strobe:printer";
+
+static GLOBAL: AtomicPtr<Framework> = AtomicPtr::new(std::ptr::null_mut());
+/// 0 = global not created yet, 1 = disabled, 2 = enabled.
+static GLOBAL_ENABLED: AtomicU8 = AtomicU8::new(0);
+
+/// Interprets an `XPTI_TRACE_ENABLE` value (REFERENCE §2): unset → on;
+/// `1` / `true` → on; `0` / `false` → off; anything else → off.
+pub fn parse_trace_enable(value: Option<&str>) -> bool {
+    match value {
+        None => true,
+        Some(v) => matches!(v.trim(), "1" | "true"),
+    }
+}
+
+/// `XPTI_TRACE_ENABLE` as read from this process's environment.
+pub fn env_trace_enable() -> bool {
+    let v = std::env::var_os(ENV_TRACE_ENABLE);
+    parse_trace_enable(v.as_deref().map(|s| s.to_str().unwrap_or("<non-utf8>")))
+}
+
+pub(crate) fn mirror_enabled(on: bool) {
+    GLOBAL_ENABLED.store(if on { 2 } else { 1 }, Ordering::Relaxed);
+}
+
+/// Whether the global framework has tracing on (`xptiTraceEnabled`).
+///
+/// One relaxed atomic load once the global exists; the first call creates
+/// it (reading the environment and loading subscribers).
+#[inline(always)]
+pub fn trace_enabled() -> bool {
+    match GLOBAL_ENABLED.load(Ordering::Relaxed) {
+        2 => true,
+        1 => false,
+        _ => trace_enabled_slow(),
+    }
+}
+
+#[cold]
+fn trace_enabled_slow() -> bool {
+    global().is_enabled()
+}
+
+/// The process-wide framework, created on first use with
+/// [`EnablePolicy::EnvAndSubscribers`]; the libraries named in
+/// `XPTI_SUBSCRIBERS` are loaded then (each rejected one is reported on
+/// stderr with its path and the reason); the entry [`BUILTIN_PRINTER`]
+/// attaches the built-in printer instead of a library.
+#[inline]
+pub fn global() -> &'static Framework {
+    let p = GLOBAL.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: a published global is never freed (see module docs).
+        return unsafe { &*p };
+    }
+    global_slow()
+}
+
+#[cold]
+fn global_slow() -> &'static Framework {
+    let fw = Box::into_raw(Box::new(Framework::with_policy(
+        EnablePolicy::EnvAndSubscribers {
+            env_allows: env_trace_enable(),
+        },
+    )));
+    match GLOBAL.compare_exchange(
+        std::ptr::null_mut(),
+        fw,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        Ok(_) => {
+            // SAFETY: just published; never freed.
+            let g = unsafe { &*fw };
+            g.mirrors_global.store(true, Ordering::Relaxed);
+            g.recompute_enabled();
+            load_env_subscribers(g);
+            g
+        }
+        Err(existing) => {
+            // SAFETY: `fw` was never shared; `existing` is published forever.
+            drop(unsafe { Box::from_raw(fw) });
+            // SAFETY: as above.
+            unsafe { &*existing }
+        }
+    }
+}
+
+fn load_env_subscribers(g: &Framework) {
+    let Some(list) = std::env::var_os(ENV_SUBSCRIBERS) else {
+        return;
+    };
+    let list = list.to_string_lossy().into_owned();
+    for path in parse_subscriber_list(&list) {
+        if path.as_os_str() == BUILTIN_PRINTER {
+            g.add_subscriber(Arc::new(crate::printer::Printer::stderr()));
+            continue;
+        }
+        match DylibSubscriber::load(&path) {
+            Ok(s) => g.add_subscriber(Arc::new(s)),
+            Err(e) => eprintln!("strobe-trace: warning: {e} (from {ENV_SUBSCRIBERS})"),
+        }
+    }
+}
+
+/// Replaces the global framework with an empty one (`xptiReset`, for
+/// tests): strings, payloads, events, streams and callbacks start over; the
+/// subscribers and a forced enable state carry over. The old instance is
+/// leaked so pointers into it stay valid.
+pub fn reset_global() {
+    let old = global();
+    let fresh = Box::new(Framework::with_policy(old.policy()));
+    for s in old.subscribers_snapshot() {
+        fresh.push_subscriber_quiet(s);
+    }
+    fresh.set_forced_state(old.forced_state());
+    let fresh = Box::into_raw(fresh);
+    old.mirrors_global.store(false, Ordering::Relaxed);
+    GLOBAL.store(fresh, Ordering::Release);
+    // SAFETY: just published; never freed.
+    let g = unsafe { &*fresh };
+    g.mirrors_global.store(true, Ordering::Relaxed);
+    g.recompute_enabled();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enable_rules() {
+        assert!(parse_trace_enable(None));
+        assert!(parse_trace_enable(Some("1")));
+        assert!(parse_trace_enable(Some("true")));
+        assert!(!parse_trace_enable(Some("0")));
+        assert!(!parse_trace_enable(Some("false")));
+        assert!(!parse_trace_enable(Some("yes")));
+        assert!(!parse_trace_enable(Some("")));
+    }
+}
