@@ -20,3 +20,5 @@ mod recorder;
 mod start;
 mod state;
 mod threads;
+mod tracing;
+mod user_api;

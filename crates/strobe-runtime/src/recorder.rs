@@ -83,6 +83,9 @@ impl Recorder {
         self.threads.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// The program named a thread through the user API.
+    pub fn thread_named(&self, _tid: i32, _name: String) {}
+
     /// A program thread ended.
     pub fn thread_ended(&self, _id: &ThreadIdentity, _name: String) {}
 

@@ -24,6 +24,8 @@ pub struct Runtime {
     pub sampler: Option<Sampler>,
     /// Where samples, regions and threads go.
     pub recorder: Arc<Recorder>,
+    /// Regions and markers, when `use_tracing` is on.
+    pub tracing: Option<crate::tracing::Tracing>,
     /// The address range of this library's code: threads whose start
     /// routine lies here are strobe's own and are not sampled.
     pub own_text: Range<u64>,
@@ -71,10 +73,18 @@ pub fn start(settings: Settings) {
     } else {
         None
     };
+    let tracing = if settings.bool(Key::UseTracing) {
+        crate::tracing::Tracing::start()
+            .map_err(|e| crate::log::emit(&format!("regions are off: {e}")))
+            .ok()
+    } else {
+        None
+    };
     let rt = Box::leak(Box::new(Runtime {
         settings,
         sampler,
         recorder,
+        tracing,
         own_text: own_text(),
         finalized: AtomicBool::new(false),
     }));
