@@ -20,6 +20,7 @@ struct counts {
     uint64_t dropped;
     uint64_t callbacks;
     const strobe_tool_api_t *api;
+    strobe_context_id_t context;
     strobe_buffer_id_t buffer;
 };
 
@@ -74,6 +75,7 @@ int strobe_tool_configure(uint32_t api_version, const strobe_tool_api_t *api, vo
         free(c);
         return st;
     }
+    c->context = s.ctx;
     c->buffer = s.buf;
     *tool_data = c;
     return 0;
@@ -82,8 +84,9 @@ int strobe_tool_configure(uint32_t api_version, const strobe_tool_api_t *api, vo
 void strobe_tool_finalize(void *tool_data) {
     struct counts *c = tool_data;
     if (!c) return;
-    /* strobe flushed every buffer before calling us; flushing again is
-     * harmless and makes the tool correct under other hosts too. */
+    /* Stop receiving records before the counts are freed, then flush what
+     * is still buffered (strobe already flushed at exit; again is harmless). */
+    c->api->stop_context(c->context);
     c->api->flush_buffer(c->buffer);
     const char *path = getenv("COUNT_RECORDS_OUTPUT");
     FILE *out = path ? fopen(path, "w") : stdout;

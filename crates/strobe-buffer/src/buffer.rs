@@ -364,7 +364,11 @@ impl Buffer {
     }
 }
 
-pub(crate) fn create_buffer(context: u64, options: BufferOptions, callback: Callback) -> Result<Buffer> {
+pub(crate) fn create_buffer(
+    context: u64,
+    options: BufferOptions,
+    callback: Callback,
+) -> Result<Buffer> {
     let ctx = crate::context::lookup(context)?;
     if options.size == 0 {
         return Err(Error::InvalidArgument(
@@ -402,7 +406,9 @@ pub(crate) fn create_buffer(context: u64, options: BufferOptions, callback: Call
             watermark: options.watermark.min(capacity),
             policy: options.policy,
             lossless_wait_ns: options.lossless_wait.as_nanos().min(u64::MAX as u128) as u64,
-            shards: (0..SHARDS).map(|_| Shard(AtomicUsize::new(EMPTY))).collect(),
+            shards: (0..SHARDS)
+                .map(|_| Shard(AtomicUsize::new(EMPTY)))
+                .collect(),
             ready: ReadyQueue::new(options.blocks),
             pool: FreePool::new(blocks),
             callback_thread: AtomicU64::new(thread),

@@ -137,10 +137,13 @@ impl CallbackService {
             // SAFETY: the tool registered this function with this data and
             // the `strobe_callback_tracing_cb_t` signature; both pointers
             // are valid for the call.
-            CallbackFn::C { func, data: cb_data } => unsafe { func(record, data, *cb_data) },
+            CallbackFn::C {
+                func,
+                data: cb_data,
+            } => unsafe { func(record, data, *cb_data) },
         }));
-        if outcome.is_err() {
-            if self.failures.fetch_add(1, Ordering::Relaxed) == 0 {
+        if outcome.is_err() && self.failures.fetch_add(1, Ordering::Relaxed) == 0 {
+            {
                 crate::warn::write_raw(
                     b"strobe: warning: a callback tracing callback panicked; the panic was \
                       caught and further ones are only counted\n",

@@ -9,7 +9,9 @@
 //! service, a bit test of the filter, then the buffer's emplace.
 
 use crate::buffer::{Buffer, BufferInner, Emplace};
-use crate::callback_tracing::{CallbackFn, CallbackRecord, CallbackScope, CallbackService, UserData};
+use crate::callback_tracing::{
+    CallbackFn, CallbackRecord, CallbackScope, CallbackService, UserData,
+};
 use crate::dispatch;
 use crate::error::{Error, Result};
 use crate::kind::{Kind, KIND_SLOTS};
@@ -276,11 +278,8 @@ impl Context {
                 service: "callback tracing",
             });
         }
-        let svc: &'static CallbackService = Box::leak(Box::new(CallbackService::new(
-            self.id(),
-            filter,
-            callback,
-        )));
+        let svc: &'static CallbackService =
+            Box::leak(Box::new(CallbackService::new(self.id(), filter, callback)));
         let _ = slot.set(svc);
         Ok(())
     }
@@ -296,7 +295,13 @@ impl Context {
 
     /// Emits a record made of `head` then `tail` for `kind`.
     #[inline]
-    pub fn emit_bytes(&self, kind: Kind, operation: u32, head: &[u8], tail: &[u8]) -> Option<Emplace> {
+    pub fn emit_bytes(
+        &self,
+        kind: Kind,
+        operation: u32,
+        head: &[u8],
+        tail: &[u8],
+    ) -> Option<Emplace> {
         if !self.is_active() {
             return None;
         }
@@ -314,9 +319,19 @@ impl Context {
     /// [`crate::record::MAX_SAMPLE_FRAMES`]; more are cut and the truncated
     /// flag set). `head.frame_count` is set from `frames`.
     #[inline]
-    pub fn emit_sample(&self, operation: u32, head: &SampleRecord, frames: &[u64]) -> Option<Emplace> {
+    pub fn emit_sample(
+        &self,
+        operation: u32,
+        head: &SampleRecord,
+        frames: &[u64],
+    ) -> Option<Emplace> {
         let (head, frames) = dispatch::prepare_sample(head, frames);
-        self.emit_bytes(Kind::Sample, operation, head.as_bytes(), frames_as_bytes(frames))
+        self.emit_bytes(
+            Kind::Sample,
+            operation,
+            head.as_bytes(),
+            frames_as_bytes(frames),
+        )
     }
 
     /// Emits a marker with text (at most [`crate::record::MAX_MARKER_TEXT`]
@@ -340,5 +355,12 @@ impl Context {
             }
         }
         scope
+    }
+}
+
+/// Stops every context (used at exit, before the final flush).
+pub(crate) fn stop_all() {
+    for inner in CONTEXTS.iter() {
+        let _ = Context { inner }.stop();
     }
 }

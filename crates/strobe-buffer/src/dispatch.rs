@@ -11,7 +11,9 @@ use crate::buffer::Emplace;
 use crate::callback_tracing::{CallbackScope, CallbackService};
 use crate::context::BufferService;
 use crate::kind::{Kind, KIND_SLOTS};
-use crate::record::{frames_as_bytes, MarkerRecord, Payload, SampleRecord, MAX_MARKER_TEXT, MAX_SAMPLE_FRAMES};
+use crate::record::{
+    frames_as_bytes, MarkerRecord, Payload, SampleRecord, MAX_MARKER_TEXT, MAX_SAMPLE_FRAMES,
+};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 /// Most contexts that may trace one kind at the same time, per service sort.
@@ -73,8 +75,7 @@ impl<T: 'static> Table<T> {
 }
 
 static BUFFER_TABLES: [Table<BufferService>; KIND_SLOTS] = [const { Table::new() }; KIND_SLOTS];
-static CALLBACK_TABLES: [Table<CallbackService>; KIND_SLOTS] =
-    [const { Table::new() }; KIND_SLOTS];
+static CALLBACK_TABLES: [Table<CallbackService>; KIND_SLOTS] = [const { Table::new() }; KIND_SLOTS];
 
 pub(crate) fn activate_buffer(kind: Kind, svc: &'static BufferService) -> bool {
     BUFFER_TABLES[kind as usize].insert(svc)
@@ -132,7 +133,10 @@ pub fn is_traced(kind: Kind) -> bool {
     BUFFER_TABLES[kind as usize].count.load(Ordering::Relaxed) != 0
 }
 
-pub(crate) fn prepare_sample<'a>(head: &SampleRecord, frames: &'a [u64]) -> (SampleRecord, &'a [u64]) {
+pub(crate) fn prepare_sample<'a>(
+    head: &SampleRecord,
+    frames: &'a [u64],
+) -> (SampleRecord, &'a [u64]) {
     let mut head = *head;
     let frames = if frames.len() > MAX_SAMPLE_FRAMES {
         head.flags |= 1;
@@ -159,7 +163,12 @@ pub fn emit_sample(operation: u32, head: &SampleRecord, frames: &[u64]) -> Emitt
         return Emitted::default();
     }
     let (head, frames) = prepare_sample(head, frames);
-    emit_bytes(Kind::Sample, operation, head.as_bytes(), frames_as_bytes(frames))
+    emit_bytes(
+        Kind::Sample,
+        operation,
+        head.as_bytes(),
+        frames_as_bytes(frames),
+    )
 }
 
 /// Emits a marker with text (see [`crate::Context::emit_marker`]).

@@ -109,9 +109,9 @@ impl Error {
     /// The C status code for this error.
     pub fn status(&self) -> i32 {
         match self {
-            Error::UnknownContext(_) | Error::UnknownBuffer(_) | Error::UnknownCallbackThread(_) => {
-                status::NOT_FOUND
-            }
+            Error::UnknownContext(_)
+            | Error::UnknownBuffer(_)
+            | Error::UnknownCallbackThread(_) => status::NOT_FOUND,
             Error::UnknownKind(_) => status::UNKNOWN_KIND,
             Error::UnknownOperation { .. } => status::UNKNOWN_OPERATION,
             Error::ContextActive(_) => status::CONTEXT_ACTIVE,

@@ -129,25 +129,17 @@ pub struct ToolApi {
     /// The operation's name, or NULL.
     pub query_operation_name: unsafe extern "C" fn(kind: u32, operation: u32) -> *const c_char,
     /// Calls `cb` for each kind until it returns non-zero.
-    pub iterate_kinds:
-        unsafe extern "C" fn(cb: Option<CIterateKindsFn>, data: *mut c_void) -> i32,
+    pub iterate_kinds: unsafe extern "C" fn(cb: Option<CIterateKindsFn>, data: *mut c_void) -> i32,
     /// Calls `cb` for each operation of `kind` until it returns non-zero.
-    pub iterate_operations: unsafe extern "C" fn(
-        kind: u32,
-        cb: Option<CIterateOperationsFn>,
-        data: *mut c_void,
-    ) -> i32,
+    pub iterate_operations:
+        unsafe extern "C" fn(kind: u32, cb: Option<CIterateOperationsFn>, data: *mut c_void) -> i32,
     /// A static description of a status code.
     pub status_string: unsafe extern "C" fn(status: i32) -> *const c_char,
     /// Emits a record of `kind` to every active context tracing it.
     /// Returns OK when stored at least once or nobody traces it,
     /// RECORD_DROPPED when every buffer dropped it.
-    pub emit: unsafe extern "C" fn(
-        kind: u32,
-        operation: u32,
-        payload: *const c_void,
-        size: usize,
-    ) -> i32,
+    pub emit:
+        unsafe extern "C" fn(kind: u32, operation: u32, payload: *const c_void, size: usize) -> i32,
 }
 
 /// The table handed to tools.
@@ -225,7 +217,9 @@ unsafe extern "C" fn c_context_is_active(ctx: ContextId, active: *mut i32) -> i3
     guard(|| {
         let c = Context::from_id(ctx.handle)?;
         if active.is_null() {
-            return Err(Error::InvalidArgument("context_is_active: active is NULL".into()));
+            return Err(Error::InvalidArgument(
+                "context_is_active: active is NULL".into(),
+            ));
         }
         // SAFETY: non-null, writable per the caller.
         unsafe { active.write(c.is_active() as i32) };
@@ -244,7 +238,9 @@ unsafe extern "C" fn c_create_buffer(
 ) -> i32 {
     guard(|| {
         let Some(func) = callback else {
-            return Err(Error::InvalidArgument("create_buffer: callback is NULL".into()));
+            return Err(Error::InvalidArgument(
+                "create_buffer: callback is NULL".into(),
+            ));
         };
         if out.is_null() {
             return Err(Error::InvalidArgument("create_buffer: out is NULL".into()));
@@ -287,7 +283,9 @@ unsafe extern "C" fn c_buffer_stats(b: BufferId, out: *mut BufferStats) -> i32 {
 unsafe extern "C" fn c_create_callback_thread(out: *mut CallbackThreadId) -> i32 {
     guard(|| {
         if out.is_null() {
-            return Err(Error::InvalidArgument("create_callback_thread: out is NULL".into()));
+            return Err(Error::InvalidArgument(
+                "create_callback_thread: out is NULL".into(),
+            ));
         }
         let t = CallbackThread::create()?;
         // SAFETY: non-null, writable per the caller.
@@ -416,7 +414,8 @@ unsafe extern "C" fn c_status_string(code: i32) -> *const c_char {
 
 unsafe extern "C" fn c_iterate_kinds(cb: Option<CIterateKindsFn>, data: *mut c_void) -> i32 {
     guard(|| {
-        let cb = cb.ok_or_else(|| Error::InvalidArgument("iterate_kinds: callback is NULL".into()))?;
+        let cb =
+            cb.ok_or_else(|| Error::InvalidArgument("iterate_kinds: callback is NULL".into()))?;
         for k in kind::kinds() {
             // SAFETY: the tool's iteration callback with its own data.
             if unsafe { cb(k as u32, data) } != 0 {

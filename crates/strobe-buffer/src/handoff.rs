@@ -18,7 +18,9 @@ pub(crate) struct FreePool {
 }
 
 impl FreePool {
-    /// A pool holding `blocks`.
+    /// A pool holding `blocks` (boxed: each block's address is handed out
+    /// as a raw pointer and must not move).
+    #[allow(clippy::vec_box)]
     pub(crate) fn new(blocks: Vec<Box<Block>>) -> FreePool {
         let slots: Box<[AtomicPtr<Block>]> = blocks
             .into_iter()

@@ -24,8 +24,8 @@
 //! This crate must never do I/O on a producer path, and never start a thread
 //! before the first buffer or callback thread is created.
 
-pub mod buffer;
 mod block;
+pub mod buffer;
 pub mod callback_tracing;
 pub mod context;
 pub mod delivery;
@@ -47,6 +47,8 @@ pub use buffer::{
 pub use callback_tracing::{CallbackRecord, CallbackScope, Phase, UserData};
 pub use context::Context;
 pub use delivery::CallbackThread;
-pub use dispatch::{callback_enter, emit, emit_bytes, emit_marker, emit_sample, is_traced, Emitted};
+pub use dispatch::{
+    callback_enter, emit, emit_bytes, emit_marker, emit_sample, is_traced, Emitted,
+};
 pub use error::{Error, Result};
 pub use kind::{Category, Kind};

@@ -92,10 +92,7 @@ impl RecordHeader {
         // against `size`), starts 8-byte aligned (the head is 24 bytes from
         // an 8-aligned payload) and lives as long as the payload.
         unsafe {
-            std::slice::from_raw_parts(
-                (self.payload as *const u8).add(head_size) as *const u64,
-                n,
-            )
+            std::slice::from_raw_parts((self.payload as *const u8).add(head_size) as *const u64, n)
         }
     }
 
@@ -127,7 +124,10 @@ pub unsafe trait Payload: Copy + 'static {
         // SAFETY: `Payload` types have no padding (trait contract), so all
         // `size_of::<Self>()` bytes are initialised.
         unsafe {
-            std::slice::from_raw_parts(self as *const Self as *const u8, std::mem::size_of::<Self>())
+            std::slice::from_raw_parts(
+                self as *const Self as *const u8,
+                std::mem::size_of::<Self>(),
+            )
         }
     }
 }
@@ -309,7 +309,9 @@ unsafe impl Payload for XptiRecord {
 /// Views a slice of frame addresses as bytes (the tail of a sample).
 pub(crate) fn frames_as_bytes(frames: &[u64]) -> &[u8] {
     // SAFETY: u64 has no padding; the byte view covers exactly the slice.
-    unsafe { std::slice::from_raw_parts(frames.as_ptr() as *const u8, std::mem::size_of_val(frames)) }
+    unsafe {
+        std::slice::from_raw_parts(frames.as_ptr() as *const u8, std::mem::size_of_val(frames))
+    }
 }
 
 #[cfg(test)]

@@ -179,7 +179,8 @@ pub fn load(path: &Path) -> Result<ToolInfo, ToolError> {
     }
     // SAFETY: the symbol is the tool's configure function with the
     // documented signature (header `strobe_tool_configure_fn_t`).
-    let configure: ConfigureFn = unsafe { std::mem::transmute::<*mut c_void, ConfigureFn>(configure) };
+    let configure: ConfigureFn =
+        unsafe { std::mem::transmute::<*mut c_void, ConfigureFn>(configure) };
     let finalize_ptr = symbol(handle, FINALIZE_SYMBOL);
     let finalize: Option<FinalizeFn> = if finalize_ptr.is_null() {
         None
@@ -246,12 +247,13 @@ pub fn loaded() -> Vec<PathBuf> {
         .collect()
 }
 
-/// At exit: flushes every buffer (so tools have received every record),
-/// then calls each loaded tool's finalize entry point, last loaded first.
+/// At exit: stops every context (no new records), flushes every buffer (so
+/// tools have received every record), then calls each loaded tool's finalize entry point, last loaded first.
 /// Each tool is finalized once; later calls finalize only tools loaded
 /// since. Must not be called from a callback thread (its buffers are
 /// skipped then). Returns how many tools were finalized.
 pub fn finalize() -> usize {
+    crate::context::stop_all();
     if let Err(e) = crate::buffer::flush_all(None) {
         eprintln!("strobe: warning: flushing buffers before tool finalization: {e}");
     }

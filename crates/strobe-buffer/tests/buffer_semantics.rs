@@ -8,8 +8,11 @@ use strobe_buffer::{
     page_size, Buffer, BufferOptions, CallbackThread, Context, Emplace, Error, Kind, Policy,
 };
 
+/// What each callback saw: (records, drop_count).
+type Log = Arc<Mutex<Vec<(usize, u64)>>>;
+
 /// Records each callback's record count and drop count.
-fn recorder() -> (Arc<Mutex<Vec<(usize, u64)>>>, impl FnMut(&strobe_buffer::Delivery<'_>) + Send) {
+fn recorder() -> (Log, impl FnMut(&strobe_buffer::Delivery<'_>) + Send) {
     let log = Arc::new(Mutex::new(Vec::new()));
     let l = log.clone();
     (log, move |d: &strobe_buffer::Delivery<'_>| {
@@ -27,15 +30,29 @@ fn size_is_rounded_up_to_the_page_size() {
     let ctx = Context::create().unwrap();
     let page = page_size();
     for (asked, expected) in [(1, page), (page, page), (page + 1, 2 * page), (4000, page)] {
-        let b = Buffer::create(&ctx, BufferOptions::new(asked, 0, Policy::Lossless), |_| {}).unwrap();
+        let b =
+            Buffer::create(&ctx, BufferOptions::new(asked, 0, Policy::Lossless), |_| {}).unwrap();
         assert_eq!(b.size(), expected, "size {asked}");
     }
-    let b = Buffer::create(&ctx, BufferOptions::new(100, 1 << 20, Policy::Lossless), |_| {}).unwrap();
-    assert_eq!(b.watermark(), page, "a watermark above the size acts as the size");
+    let b = Buffer::create(
+        &ctx,
+        BufferOptions::new(100, 1 << 20, Policy::Lossless),
+        |_| {},
+    )
+    .unwrap();
+    assert_eq!(
+        b.watermark(),
+        page,
+        "a watermark above the size acts as the size"
+    );
     let err = Buffer::create(&ctx, BufferOptions::new(0, 0, Policy::Lossless), |_| {}).unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
-    let err = Buffer::create(&ctx, BufferOptions::new(4096, 0, Policy::Lossless).blocks(0), |_| {})
-        .unwrap_err();
+    let err = Buffer::create(
+        &ctx,
+        BufferOptions::new(4096, 0, Policy::Lossless).blocks(0),
+        |_| {},
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("blocks"), "{err}");
 }
 
@@ -53,7 +70,11 @@ fn seed_example_six_8_byte_records_reach_a_48_byte_watermark() {
         emplace8(&b, i);
     }
     b.flush().unwrap();
-    assert_eq!(log.lock().unwrap()[2..], [(5, 0)], "five records wait for the flush");
+    assert_eq!(
+        log.lock().unwrap()[2..],
+        [(5, 0)],
+        "five records wait for the flush"
+    );
 }
 
 #[test]
@@ -120,12 +141,22 @@ fn discard_drops_exactly_what_does_not_fit_and_reports_it() {
     let mut stored = 0;
     let mut dropped = 0;
     for i in 0..1000 {
-        match b.emplace(0, &MemoryRecord { address: i, ..Default::default() }) {
+        match b.emplace(
+            0,
+            &MemoryRecord {
+                address: i,
+                ..Default::default()
+            },
+        ) {
             Emplace::Stored => stored += 1,
             Emplace::Dropped => dropped += 1,
         }
     }
-    assert_eq!(stored, 4096 / 40, "a 4096-byte block holds 102 records of 40 bytes");
+    assert_eq!(
+        stored,
+        4096 / 40,
+        "a 4096-byte block holds 102 records of 40 bytes"
+    );
     assert_eq!(dropped, 1000 - 102);
     // Records that still fit (8 bytes into the last 16) are kept.
     assert_eq!(emplace8(&b, 5), Emplace::Stored);
@@ -160,14 +191,24 @@ fn discard_under_concurrency_accounts_for_every_record() {
         for _ in 0..threads {
             s.spawn(|| {
                 for i in 0..per_thread {
-                    b.emplace(0, &MemoryRecord { address: i, ..Default::default() });
+                    b.emplace(
+                        0,
+                        &MemoryRecord {
+                            address: i,
+                            ..Default::default()
+                        },
+                    );
                 }
             });
         }
     });
     b.flush().unwrap();
     let (delivered, drops) = *totals.lock().unwrap();
-    assert_eq!(delivered + drops, threads * per_thread, "delivered {delivered} + dropped {drops}");
+    assert_eq!(
+        delivered + drops,
+        threads * per_thread,
+        "delivered {delivered} + dropped {drops}"
+    );
     assert_eq!(b.stats().records_dropped, drops);
 }
 
@@ -188,14 +229,18 @@ fn flush_returns_after_the_callback_ran_and_keeps_order() {
     let ctx = Context::create().unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
-    let b = Buffer::create(&ctx, BufferOptions::new(4096, 64, Policy::Lossless), move |d| {
-        // Slow callback: flush must still wait for it.
-        std::thread::sleep(std::time::Duration::from_millis(5));
-        let mut s = s.lock().unwrap();
-        for r in d.records {
-            s.push(u64::from_ne_bytes(r.payload_bytes().try_into().unwrap()));
-        }
-    })
+    let b = Buffer::create(
+        &ctx,
+        BufferOptions::new(4096, 64, Policy::Lossless),
+        move |d| {
+            // Slow callback: flush must still wait for it.
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            let mut s = s.lock().unwrap();
+            for r in d.records {
+                s.push(u64::from_ne_bytes(r.payload_bytes().try_into().unwrap()));
+            }
+        },
+    )
     .unwrap();
     for round in 0..5u64 {
         for i in 0..21u64 {
@@ -203,7 +248,9 @@ fn flush_returns_after_the_callback_ran_and_keeps_order() {
         }
         b.flush().unwrap();
         let s = seen.lock().unwrap();
-        let expected: Vec<u64> = (0..=round).flat_map(|r| (0..21).map(move |i| r * 100 + i)).collect();
+        let expected: Vec<u64> = (0..=round)
+            .flat_map(|r| (0..21).map(move |i| r * 100 + i))
+            .collect();
         assert_eq!(*s, expected, "after flush {round}");
     }
     assert_eq!(b.stats().flushes, 5);
@@ -220,13 +267,20 @@ fn callbacks_run_on_the_assigned_thread() {
         let n = names.clone();
         move |_: &strobe_buffer::Delivery<'_>| {
             let current = CallbackThread::current().map(|t| t.id());
-            n.lock().unwrap().push((tag, current, std::thread::current().name().map(str::to_owned)));
+            n.lock().unwrap().push((
+                tag,
+                current,
+                std::thread::current().name().map(str::to_owned),
+            ));
         }
     };
     let a = Buffer::create(&ctx, BufferOptions::new(4096, 0, Policy::Lossless), mk("a")).unwrap();
     let b = Buffer::create(&ctx, BufferOptions::new(4096, 0, Policy::Lossless), mk("b")).unwrap();
     let c = Buffer::create(&ctx, BufferOptions::new(4096, 0, Policy::Lossless), mk("c")).unwrap();
-    assert_eq!(a.callback_thread(), CallbackThread::default_thread().unwrap().id());
+    assert_eq!(
+        a.callback_thread(),
+        CallbackThread::default_thread().unwrap().id()
+    );
     a.assign_callback_thread(t1).unwrap();
     b.assign_callback_thread(t2).unwrap();
     for _ in 0..10 {
@@ -253,7 +307,10 @@ fn callbacks_run_on_the_assigned_thread() {
     let ctx2 = Context::create().unwrap();
     let d = Buffer::create(&ctx2, BufferOptions::new(4096, 0, Policy::Lossless), |_| {}).unwrap();
     ctx2.start().unwrap();
-    assert_eq!(d.assign_callback_thread(t1), Err(Error::ContextActive(ctx2.id())));
+    assert_eq!(
+        d.assign_callback_thread(t1),
+        Err(Error::ContextActive(ctx2.id()))
+    );
     assert!(CallbackThread::from_id(999_999).is_err());
 }
 
@@ -264,16 +321,23 @@ fn flush_from_the_buffers_own_callback_thread_is_refused() {
     let result = Arc::new(Mutex::new(None));
     let slot: Arc<Mutex<Option<Buffer>>> = Arc::new(Mutex::new(None));
     let (r, s) = (result.clone(), slot.clone());
-    let b = Buffer::create(&ctx, BufferOptions::new(4096, 0, Policy::Lossless), move |_| {
-        let me = s.lock().unwrap().unwrap();
-        *r.lock().unwrap() = Some(me.flush());
-    })
+    let b = Buffer::create(
+        &ctx,
+        BufferOptions::new(4096, 0, Policy::Lossless),
+        move |_| {
+            let me = s.lock().unwrap().unwrap();
+            *r.lock().unwrap() = Some(me.flush());
+        },
+    )
     .unwrap();
     b.assign_callback_thread(thread).unwrap();
     *slot.lock().unwrap() = Some(b);
     emplace8(&b, 1);
     b.flush().unwrap();
-    assert_eq!(*result.lock().unwrap(), Some(Err(Error::FlushOnDeliveryThread(b.id()))));
+    assert_eq!(
+        *result.lock().unwrap(),
+        Some(Err(Error::FlushOnDeliveryThread(b.id())))
+    );
 }
 
 #[test]
@@ -282,12 +346,16 @@ fn a_panicking_callback_does_not_stop_delivery() {
     let thread = CallbackThread::create().unwrap();
     let delivered = Arc::new(Mutex::new(0usize));
     let d = delivered.clone();
-    let bad = Buffer::create(&ctx, BufferOptions::new(4096, 0, Policy::Lossless), move |del| {
-        if del.records.len() == 1 && del.records[0].payload_bytes()[0] == 13 {
-            panic!("callback refuses record 13");
-        }
-        *d.lock().unwrap() += del.records.len();
-    })
+    let bad = Buffer::create(
+        &ctx,
+        BufferOptions::new(4096, 0, Policy::Lossless),
+        move |del| {
+            if del.records.len() == 1 && del.records[0].payload_bytes()[0] == 13 {
+                panic!("callback refuses record 13");
+            }
+            *d.lock().unwrap() += del.records.len();
+        },
+    )
     .unwrap();
     bad.assign_callback_thread(thread).unwrap();
     // Another buffer on the same thread must keep being served too.
@@ -311,25 +379,41 @@ fn configuring_a_context_kind_pair_twice_is_an_error() {
     let ctx = Context::create().unwrap();
     let b1 = Buffer::create(&ctx, BufferOptions::new(4096, 0, Policy::Lossless), |_| {}).unwrap();
     let b2 = Buffer::create(&ctx, BufferOptions::new(4096, 0, Policy::Lossless), |_| {}).unwrap();
-    ctx.configure_buffer_tracing(Kind::Region, None, &b1).unwrap();
-    let err = ctx.configure_buffer_tracing(Kind::Region, Some(&[0]), &b2).unwrap_err();
+    ctx.configure_buffer_tracing(Kind::Region, None, &b1)
+        .unwrap();
+    let err = ctx
+        .configure_buffer_tracing(Kind::Region, Some(&[0]), &b2)
+        .unwrap_err();
     assert_eq!(
         err,
-        Error::ServiceAlreadyConfigured { context: ctx.id(), kind: "region", service: "buffer tracing" }
+        Error::ServiceAlreadyConfigured {
+            context: ctx.id(),
+            kind: "region",
+            service: "buffer tracing"
+        }
     );
     assert!(err.to_string().contains("once"));
     // More than one service may share a buffer.
-    ctx.configure_buffer_tracing(Kind::Memory, None, &b1).unwrap();
+    ctx.configure_buffer_tracing(Kind::Memory, None, &b1)
+        .unwrap();
     // Callback tracing is a separate service per pair, also configured once.
-    ctx.configure_callback_tracing(Kind::Region, None, |_, _| {}).unwrap();
+    ctx.configure_callback_tracing(Kind::Region, None, |_, _| {})
+        .unwrap();
     assert!(matches!(
         ctx.configure_callback_tracing(Kind::Region, None, |_, _| {}),
-        Err(Error::ServiceAlreadyConfigured { service: "callback tracing", .. })
+        Err(Error::ServiceAlreadyConfigured {
+            service: "callback tracing",
+            ..
+        })
     ));
     // Unknown operations, foreign buffers and active contexts are refused.
     assert!(matches!(
         ctx.configure_buffer_tracing(Kind::Counter, Some(&[99]), &b1),
-        Err(Error::UnknownOperation { kind: "counter", operation: 99, .. })
+        Err(Error::UnknownOperation {
+            kind: "counter",
+            operation: 99,
+            ..
+        })
     ));
     let other = Context::create().unwrap();
     assert!(matches!(
@@ -348,32 +432,56 @@ fn contexts_start_stop_and_filter_operations() {
     let ctx = Context::create().unwrap();
     let got = Arc::new(Mutex::new(Vec::new()));
     let g = got.clone();
-    let b = Buffer::create(&ctx, BufferOptions::new(4096, 4096, Policy::Lossless), move |d| {
-        let mut g = g.lock().unwrap();
-        for r in d.records {
-            g.push((r.kind, r.operation, r.payload_as::<RegionRecord>().map(|x| x.name_id)));
-        }
-    })
+    let b = Buffer::create(
+        &ctx,
+        BufferOptions::new(4096, 4096, Policy::Lossless),
+        move |d| {
+            let mut g = g.lock().unwrap();
+            for r in d.records {
+                g.push((
+                    r.kind,
+                    r.operation,
+                    r.payload_as::<RegionRecord>().map(|x| x.name_id),
+                ));
+            }
+        },
+    )
     .unwrap();
     // Region: only operation 1 ("instrumented"); memory: all operations.
-    ctx.configure_buffer_tracing(Kind::Region, Some(&[1]), &b).unwrap();
-    ctx.configure_buffer_tracing(Kind::Memory, None, &b).unwrap();
-    let region = |n| RegionRecord { name_id: n, ..Default::default() };
+    ctx.configure_buffer_tracing(Kind::Region, Some(&[1]), &b)
+        .unwrap();
+    ctx.configure_buffer_tracing(Kind::Memory, None, &b)
+        .unwrap();
+    let region = |n| RegionRecord {
+        name_id: n,
+        ..Default::default()
+    };
     assert!(!ctx.is_active());
-    assert_eq!(ctx.emit(1, &region(1)), None, "inactive context takes nothing");
+    assert_eq!(
+        ctx.emit(1, &region(1)),
+        None,
+        "inactive context takes nothing"
+    );
     ctx.start().unwrap();
     assert!(ctx.is_active());
     assert_eq!(ctx.emit(1, &region(2)), Some(Emplace::Stored));
     assert_eq!(ctx.emit(0, &region(3)), None, "filtered out");
     assert_eq!(ctx.emit(5, &MemoryRecord::default()), Some(Emplace::Stored));
-    assert_eq!(ctx.emit(0, &CounterRecord::default()), None, "kind not configured");
+    assert_eq!(
+        ctx.emit(0, &CounterRecord::default()),
+        None,
+        "kind not configured"
+    );
     ctx.stop().unwrap();
     assert!(!ctx.is_active());
     assert_eq!(ctx.emit(1, &region(4)), None);
     b.flush().unwrap();
     assert_eq!(
         *got.lock().unwrap(),
-        vec![(Kind::Region as u32, 1, Some(2)), (Kind::Memory as u32, 5, None)]
+        vec![
+            (Kind::Region as u32, 1, Some(2)),
+            (Kind::Memory as u32, 5, None)
+        ]
     );
     assert!(matches!(Context::from_id(0), Err(Error::UnknownContext(0))));
 }
