@@ -3,6 +3,8 @@
 
 use clap::{Parser, Subcommand};
 
+mod buffer;
+
 #[derive(Parser)]
 #[command(name = "strobe-bench", version, about = "strobe's benchmark harnesses")]
 struct Cli {
@@ -11,9 +13,14 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// Throughput of the buffered record service (strobe-buffer).
+    Buffer(buffer::BufferArgs),
+}
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Buffer(args) => buffer::run(args),
+    }
 }

@@ -229,6 +229,19 @@ struct StatCounters {
 #[repr(align(128))]
 struct Shard(AtomicUsize);
 
+/// A value alone on its cache lines (128 bytes: a line and its adjacent-line
+/// prefetch partner), so that what the callback thread and slow paths write
+/// never shares a line with what every producer reads.
+#[repr(align(128))]
+struct Line<T>(T);
+
+impl<T> std::ops::Deref for Line<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 pub(crate) struct BufferInner {
     pub(crate) id: u64,
     pub(crate) context: u64,
@@ -240,15 +253,15 @@ pub(crate) struct BufferInner {
     pool: FreePool,
     ready: ReadyQueue,
     pub(crate) callback_thread: AtomicU64,
-    callback: Mutex<Callback>,
-    delivering: AtomicBool,
-    pending_drops: AtomicU64,
-    flush_requested: AtomicU64,
-    flush_completed: Mutex<u64>,
+    callback: Line<Mutex<Callback>>,
+    delivering: Line<AtomicBool>,
+    pending_drops: Line<AtomicU64>,
+    flush_requested: Line<AtomicU64>,
+    flush_completed: Line<Mutex<u64>>,
     flush_cv: Condvar,
     warned_timeout: AtomicBool,
     warnings_left: AtomicU64,
-    stats: StatCounters,
+    stats: Line<StatCounters>,
 }
 
 pub(crate) static BUFFERS: Registry<BufferInner, MAX_BUFFERS> = Registry::new();
@@ -412,15 +425,15 @@ pub(crate) fn create_buffer(
             ready: ReadyQueue::new(options.blocks),
             pool: FreePool::new(blocks),
             callback_thread: AtomicU64::new(thread),
-            callback: Mutex::new(callback),
-            delivering: AtomicBool::new(false),
-            pending_drops: AtomicU64::new(0),
-            flush_requested: AtomicU64::new(0),
-            flush_completed: Mutex::new(0),
+            callback: Line(Mutex::new(callback)),
+            delivering: Line(AtomicBool::new(false)),
+            pending_drops: Line(AtomicU64::new(0)),
+            flush_requested: Line(AtomicU64::new(0)),
+            flush_completed: Line(Mutex::new(0)),
             flush_cv: Condvar::new(),
             warned_timeout: AtomicBool::new(false),
             warnings_left: AtomicU64::new(10),
-            stats: StatCounters::default(),
+            stats: Line(StatCounters::default()),
         })
     });
     match made {
@@ -835,7 +848,7 @@ impl BufferInner {
     }
 
     fn stats(&self) -> BufferStats {
-        let s = &self.stats;
+        let s = &*self.stats;
         BufferStats {
             records_delivered: s.records_delivered.load(Ordering::Relaxed),
             callbacks: s.callbacks.load(Ordering::Relaxed),

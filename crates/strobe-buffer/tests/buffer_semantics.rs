@@ -485,3 +485,81 @@ fn contexts_start_stop_and_filter_operations() {
     );
     assert!(matches!(Context::from_id(0), Err(Error::UnknownContext(0))));
 }
+
+/// A callback that blocks until released, on a thread of its own.
+fn stalled_buffer(
+    policy: Policy,
+    wait: std::time::Duration,
+) -> (Buffer, std::sync::mpsc::Sender<()>, Log) {
+    let ctx = Context::create().unwrap();
+    let (release, gate) = std::sync::mpsc::channel::<()>();
+    let gate = Mutex::new(gate);
+    let log: Log = Arc::new(Mutex::new(Vec::new()));
+    let l = log.clone();
+    let b = Buffer::create(
+        &ctx,
+        BufferOptions::new(4096, 4096, policy)
+            .blocks(2)
+            .lossless_wait(wait),
+        move |d| {
+            let _ = gate.lock().unwrap().recv();
+            l.lock().unwrap().push((d.records.len(), d.drop_count));
+        },
+    )
+    .unwrap();
+    b.assign_callback_thread(CallbackThread::create().unwrap())
+        .unwrap();
+    (b, release, log)
+}
+
+#[test]
+fn discard_producers_never_wait_for_a_stalled_callback() {
+    let (b, release, log) = stalled_buffer(Policy::Discard, std::time::Duration::from_secs(60));
+    // The callback thread is stuck in the first callback; both blocks fill
+    // up; every further record is dropped at once (no 60 s wait).
+    let mut dropped = 0u64;
+    for i in 0..10_000u64 {
+        if emplace8(&b, i) == Emplace::Dropped {
+            dropped += 1;
+        }
+    }
+    assert!(dropped >= 10_000 - 2 * 512, "dropped {dropped}");
+    assert_eq!(b.stats().lossless_waits, 0);
+    drop(release); // unblock every callback
+    b.flush().unwrap();
+    let log = log.lock().unwrap();
+    let delivered: usize = log.iter().map(|e| e.0).sum();
+    let drops: u64 = log.iter().map(|e| e.1).sum();
+    assert_eq!(delivered as u64 + drops, 10_000);
+    assert_eq!(drops, dropped);
+}
+
+#[test]
+fn the_lossless_wait_is_bounded_counted_and_reported() {
+    let (b, release, log) = stalled_buffer(Policy::Lossless, std::time::Duration::from_millis(50));
+    // Two blocks of 512 records: the first is stuck in the callback, the
+    // second fills, then the producer waits 50 ms and drops the record.
+    let mut outcomes = Vec::new();
+    for i in 0..1025u64 {
+        outcomes.push(emplace8(&b, i));
+    }
+    assert!(outcomes[..1024].iter().all(|o| *o == Emplace::Stored));
+    assert_eq!(outcomes[1024], Emplace::Dropped);
+    let s = b.stats();
+    assert_eq!(s.lossless_wait_timeouts, 1);
+    assert!(s.lossless_waits >= 1);
+    assert!(
+        s.lossless_wait_ns >= 50_000_000,
+        "waited {} ns",
+        s.lossless_wait_ns
+    );
+    drop(release);
+    b.flush().unwrap();
+    let log = log.lock().unwrap();
+    assert_eq!(log.iter().map(|e| e.0).sum::<usize>(), 1024);
+    assert_eq!(
+        log.iter().map(|e| e.1).sum::<u64>(),
+        1,
+        "the drop reaches a callback"
+    );
+}
