@@ -260,6 +260,9 @@ pub(crate) struct BufferInner {
     flush_completed: Line<Mutex<u64>>,
     flush_cv: Condvar,
     warned_timeout: AtomicBool,
+    /// Set when a lossless wait hit its bound; cleared when a callback
+    /// completes. While set, producers drop at once instead of waiting.
+    stalled: Line<AtomicBool>,
     warnings_left: AtomicU64,
     stats: Line<StatCounters>,
 }
@@ -432,6 +435,7 @@ pub(crate) fn create_buffer(
             flush_completed: Line(Mutex::new(0)),
             flush_cv: Condvar::new(),
             warned_timeout: AtomicBool::new(false),
+            stalled: Line(AtomicBool::new(false)),
             warnings_left: AtomicU64::new(10),
             stats: Line(StatCounters::default()),
         })
@@ -472,15 +476,18 @@ pub(crate) fn assign(inner: &'static BufferInner, thread: u64) -> Result<()> {
     Ok(())
 }
 
-/// Backs off while waiting: spin, then yield, then sleep (bounded steps).
+/// Backs off while waiting: spin, then yield, then sleep with exponential
+/// steps from 16 µs to 1 ms (so many waiting producers do not starve the
+/// callback thread of CPU time).
 #[inline(never)]
 fn backoff(step: &mut u32) {
-    if *step < 64 {
+    if *step < 32 {
         std::hint::spin_loop();
-    } else if *step < 128 {
+    } else if *step < 48 {
         std::thread::yield_now();
     } else {
-        std::thread::sleep(Duration::from_micros(50));
+        let exp = ((*step - 48) / 4).min(6);
+        std::thread::sleep(Duration::from_micros(16 << exp));
     }
     *step = step.saturating_add(1);
 }
@@ -610,6 +617,14 @@ impl BufferInner {
             return None;
         }
         self.wake();
+        if self.stalled.load(Ordering::Relaxed) {
+            // A wait already hit its bound and no callback has completed
+            // since: the consumer is stuck; do not stall the program again.
+            self.stats
+                .lossless_wait_timeouts
+                .fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
         let start = strobe_core::clock::now_ns();
         let mut step = 0;
         let result = loop {
@@ -621,6 +636,7 @@ impl BufferInner {
             }
             let waited = strobe_core::clock::now_ns().saturating_sub(start);
             if waited > self.lossless_wait_ns {
+                self.stalled.store(true, Ordering::Relaxed);
                 self.note_timeout();
                 break None;
             }
@@ -817,6 +833,9 @@ impl BufferInner {
             },
         }));
         drop(callback);
+        if self.stalled.load(Ordering::Relaxed) {
+            self.stalled.store(false, Ordering::Relaxed);
+        }
         self.stats.callbacks.fetch_add(1, Ordering::Relaxed);
         self.stats
             .records_delivered

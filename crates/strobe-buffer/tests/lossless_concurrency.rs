@@ -35,6 +35,9 @@ impl CountingConsumer {
 }
 
 fn run(threads: u64, per_thread: u64, options: BufferOptions, slow_consumer: bool) -> Buffer {
+    // These tests are about losing nothing, not about the wait bound: make
+    // the bound far longer than any scheduling delay on a loaded machine.
+    let options = options.lossless_wait(Duration::from_secs(120));
     let ctx = Context::create().unwrap();
     let consumer = Arc::new(Mutex::new(CountingConsumer::default()));
     let c = consumer.clone();
