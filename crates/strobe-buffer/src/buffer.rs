@@ -657,6 +657,7 @@ impl BufferInner {
     #[cold]
     fn steal(&self, me: usize) -> Option<NonNullBlock> {
         let mine = me % SHARDS;
+        let busy = (me << 1) | 1;
         for (i, shard) in self.shards.iter().enumerate() {
             if i == mine {
                 continue;
@@ -665,19 +666,26 @@ impl BufferInner {
             if v == EMPTY || v & 1 == 1 {
                 continue;
             }
+            // Our busy tag stays in the slot until the block is in the ready
+            // queue, so a concurrent flush waits for it instead of missing it.
             if shard
                 .0
-                .compare_exchange(v, EMPTY, Ordering::Acquire, Ordering::Relaxed)
+                .compare_exchange(v, busy, Ordering::Acquire, Ordering::Relaxed)
                 .is_err()
             {
                 continue;
             }
-            let b = NonNullBlock::new(v as *mut Block)?;
+            let Some(b) = NonNullBlock::new(v as *mut Block) else {
+                shard.0.store(EMPTY, Ordering::Release);
+                continue;
+            };
             // SAFETY: the CAS took the block out of the slot: we own it.
             if unsafe { b.get() }.count() == 0 {
+                shard.0.store(EMPTY, Ordering::Release);
                 return Some(b);
             }
             self.submit(v);
+            shard.0.store(EMPTY, Ordering::Release);
         }
         None
     }
@@ -715,21 +723,25 @@ impl BufferInner {
         if delivery::current_thread_id() == thread {
             return Err(Error::FlushOnDeliveryThread(self.id));
         }
+        let busy = ((thread_index::current() as usize) << 1) | 1;
         for shard in self.shards.iter() {
             let mut step = 0;
             let taken = loop {
                 let v = shard.0.load(Ordering::Acquire);
                 if v & 1 == 1 {
-                    // A producer is mid-emplace (its own waits are bounded).
+                    // A producer, stealer or other flush holds the slot (their
+                    // holds are short or bounded).
                     backoff(&mut step);
                     continue;
                 }
                 if v == EMPTY {
                     break EMPTY;
                 }
+                // Hold the slot with our busy tag until the block is queued,
+                // so a concurrent flush cannot slip past it.
                 if shard
                     .0
-                    .compare_exchange(v, EMPTY, Ordering::Acquire, Ordering::Relaxed)
+                    .compare_exchange(v, busy, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
                 {
                     break v;
@@ -742,6 +754,7 @@ impl BufferInner {
                 } else {
                     self.ready.push(b);
                 }
+                shard.0.store(EMPTY, Ordering::Release);
             }
         }
         let ticket = self.flush_requested.fetch_add(1, Ordering::AcqRel) + 1;

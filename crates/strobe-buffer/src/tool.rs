@@ -150,9 +150,17 @@ pub fn load(path: &Path) -> Result<ToolInfo, ToolError> {
             reason: dlerror_text(),
         });
     }
+    // Until configure runs, nothing of the tool is registered: unload it on
+    // refusal.
+    let refuse = |e: ToolError| {
+        // SAFETY: `handle` came from dlopen and no pointer into the library
+        // has been kept.
+        unsafe { libc::dlclose(handle) };
+        Err(e)
+    };
     let version_ptr = symbol(handle, VERSION_SYMBOL) as *const u32;
     if version_ptr.is_null() {
-        return Err(ToolError::MissingSymbol {
+        return refuse(ToolError::MissingSymbol {
             path: path.to_path_buf(),
             symbol: VERSION_SYMBOL,
         });
@@ -162,7 +170,7 @@ pub fn load(path: &Path) -> Result<ToolInfo, ToolError> {
     let tool_version = unsafe { version_ptr.read_unaligned() };
     let (tool_major, tool_minor) = (tool_version >> 16, tool_version & 0xffff);
     if tool_major != API_VERSION_MAJOR || tool_minor > API_VERSION_MINOR {
-        return Err(ToolError::IncompatibleVersion {
+        return refuse(ToolError::IncompatibleVersion {
             path: path.to_path_buf(),
             tool_major,
             tool_minor,
@@ -172,7 +180,7 @@ pub fn load(path: &Path) -> Result<ToolInfo, ToolError> {
     }
     let configure = symbol(handle, CONFIGURE_SYMBOL);
     if configure.is_null() {
-        return Err(ToolError::MissingSymbol {
+        return refuse(ToolError::MissingSymbol {
             path: path.to_path_buf(),
             symbol: CONFIGURE_SYMBOL,
         });

@@ -35,6 +35,16 @@ impl CountingConsumer {
 }
 
 fn run(threads: u64, per_thread: u64, options: BufferOptions, slow_consumer: bool) -> Buffer {
+    run_with(threads, per_thread, options, slow_consumer, false)
+}
+
+fn run_with(
+    threads: u64,
+    per_thread: u64,
+    options: BufferOptions,
+    slow_consumer: bool,
+    concurrent_flushes: bool,
+) -> Buffer {
     // These tests are about losing nothing, not about the wait bound: make
     // the bound far longer than any scheduling delay on a loaded machine.
     let options = options.lossless_wait(Duration::from_secs(120));
@@ -51,9 +61,19 @@ fn run(threads: u64, per_thread: u64, options: BufferOptions, slow_consumer: boo
     ctx.configure_buffer_tracing(Kind::Counter, None, &buffer)
         .unwrap();
     ctx.start().unwrap();
+    let producing = std::sync::atomic::AtomicBool::new(true);
     std::thread::scope(|s| {
-        for t in 0..threads {
+        if concurrent_flushes {
+            let producing = &producing;
             s.spawn(move || {
+                while producing.load(std::sync::atomic::Ordering::Relaxed) {
+                    buffer.flush().unwrap();
+                }
+            });
+        }
+        let mut producers: Vec<std::thread::ScopedJoinHandle<()>> = Vec::new();
+        for t in 0..threads {
+            producers.push(s.spawn(move || {
                 for i in 0..per_thread {
                     let r = CounterRecord {
                         counter_id: t,
@@ -62,8 +82,12 @@ fn run(threads: u64, per_thread: u64, options: BufferOptions, slow_consumer: boo
                     };
                     assert_eq!(ctx.emit(0, &r), Some(Emplace::Stored));
                 }
-            });
+            }));
         }
+        for p in producers {
+            p.join().unwrap();
+        }
+        producing.store(false, std::sync::atomic::Ordering::Relaxed);
     });
     buffer.flush().unwrap();
     let c = consumer.lock().unwrap();
@@ -94,6 +118,18 @@ fn eight_threads_every_record_once_in_order() {
         BufferOptions::new(16 * 1024, 12 * 1024, Policy::Lossless),
         false,
     );
+}
+
+#[test]
+fn flushes_racing_with_producers_lose_and_duplicate_nothing() {
+    let b = run_with(
+        4,
+        50_000,
+        BufferOptions::new(4096, 4096, Policy::Lossless).blocks(3),
+        false,
+        true,
+    );
+    assert!(b.stats().flushes > 1);
 }
 
 #[test]
