@@ -141,24 +141,27 @@ impl Block {
     /// block (valid until the block is reset).
     pub(crate) fn headers(&self, out: &mut Vec<RecordHeader>) {
         out.clear();
-        out.reserve(self.count);
+        // SAFETY: tags `0..count` were written by `push`.
+        let tags = unsafe { std::slice::from_raw_parts(self.tags.as_ptr(), self.count) };
+        let arena = self.arena.as_ptr();
         let mut offset = 0usize;
-        for i in 0..self.count {
-            // SAFETY: `i < count`, and tags `0..count` were written by `push`.
-            let tag = unsafe { *self.tags.as_ptr().add(i) };
+        // `extend` over an exact-size iterator reserves once and writes
+        // without per-element capacity checks (this runs for every record on
+        // the callback thread).
+        out.extend(tags.iter().map(|&tag| {
             let size = ((tag >> 16) & 0xffff) as usize;
             // SAFETY: records were placed contiguously at footprints summing
             // to `used`, so `offset < used <= capacity`.
-            let payload = unsafe { self.arena.as_ptr().add(offset) };
-            out.push(RecordHeader {
+            let payload = unsafe { arena.add(offset) };
+            offset += footprint(size);
+            RecordHeader {
                 category: (tag & 0xff) as u32,
                 kind: ((tag >> 8) & 0xff) as u32,
                 operation: (tag >> 32) as u32,
                 size: size as u32,
                 payload: payload as *const std::ffi::c_void,
-            });
-            offset += footprint(size);
-        }
+            }
+        }));
     }
 
     /// Forgets every record (the memory is reused).
