@@ -59,7 +59,7 @@ fn emplace_and_emit_never_allocate() {
         .unwrap();
     ctx.configure_buffer_tracing(Kind::Sample, Some(&[1]), &lossless)
         .unwrap();
-    ctx.configure_callback_tracing(Kind::Memory, None, |_, data| unsafe { data.value += 1 })
+    ctx.configure_callback_tracing(Kind::Memory, None, |_, data| data.value = data.value() + 1)
         .unwrap();
     ctx.start().unwrap();
     // Warm-up: first use of thread-locals.
