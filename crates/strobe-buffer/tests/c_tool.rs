@@ -218,3 +218,41 @@ void strobe_tool_finalize(void *d) {
     // Watermark 0: one batch per record; every other callback failed.
     assert_eq!(text.trim(), "10 10 5 10 marker latency_begin");
 }
+
+#[test]
+fn a_tool_that_declines_is_reported_and_never_finalized() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let marker = out_dir().join("declined-finalized.txt");
+    let lib = build_inline(
+        "declines",
+        &format!(
+            r#"#include "strobe_tool.h"
+#include <stdio.h>
+STROBE_TOOL_DEFINE_API_VERSION;
+int strobe_tool_configure(uint32_t v, const strobe_tool_api_t *a, void **d) {{
+    (void)a; (void)d;
+    return v == STROBE_TOOL_API_VERSION ? 3 : 4;
+}}
+void strobe_tool_finalize(void *d) {{
+    (void)d;
+    FILE *f = fopen("{}", "w");
+    if (f) fclose(f);
+}}
+"#,
+            marker.display()
+        ),
+    );
+    let err = tool::load(&lib).unwrap_err();
+    assert_eq!(
+        err,
+        ToolError::Declined {
+            path: lib.clone(),
+            status: 3
+        },
+        "host passes its version"
+    );
+    assert!(err.to_string().contains(&lib.display().to_string()));
+    assert!(!tool::loaded().contains(&lib));
+    tool::finalize();
+    assert!(!marker.exists(), "a declining tool is not finalized");
+}
