@@ -1,6 +1,7 @@
 //! `strobe-bench`: benchmark harnesses. Each subcommand lives in its own
 //! module, prints its figures and never asserts a timing.
 
+mod buffer;
 mod clocks;
 mod overhead;
 mod tracing;
@@ -16,6 +17,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Throughput of the buffered record service (strobe-buffer).
+    Buffer(buffer::BufferArgs),
     /// Cost and resolution of every timestamp source.
     Clocks(clocks::ClocksArgs),
     /// What profiling costs a CPU-bound program: strobe and perf side by side.
@@ -27,6 +30,7 @@ enum Command {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Buffer(args) => buffer::run(args),
         Command::Clocks(args) => clocks::run(&args),
         Command::Overhead(args) => overhead::run(&args),
         Command::Tracing(args) => tracing::run(args),
