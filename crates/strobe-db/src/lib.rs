@@ -1,0 +1,34 @@
+//! `strobe-db`: the profile database.
+//!
+//! One SQLite file per process, laid out like rocpd schema version 3 (every
+//! table physically suffixed with the process uuid, unsuffixed views over
+//! them, the standard rocpd data and summary views) plus `strobe_` tables
+//! for modules, interned frames and call sites, counter time series and
+//! settings. This crate owns the schema ([`schema`]), the streaming
+//! [`Writer`], the multi-file [`Profile`] reader, the physical [`merge`], the
+//! [`summary`] computations and the symbolization storage ([`symbols`]). It
+//! never prints and never resolves symbols itself. See `docs/schema.md`.
+
+pub mod error;
+pub mod identity;
+pub mod inputs;
+mod intern;
+pub mod merge;
+pub mod process;
+pub mod reader;
+pub mod schema;
+pub mod stream;
+pub mod summary;
+pub mod symbols;
+pub mod writer;
+
+pub use error::{DbError, Result};
+pub use identity::{NodeInfo, ProcessUuid};
+pub use merge::{merge, MergeProgress, MergeStats};
+pub use process::ProcessInfo;
+pub use reader::{CounterRecord, Profile, RegionRecord, ResolvedFrame, SampleRecord, ThreadRecord, TimeBound};
+pub use rusqlite::types::Value;
+pub use writer::{
+    Arg, CallSiteId, CounterId, CounterInfo, EventId, FrameId, FrameSymbols, ModuleId, ModuleInfo, Region, StackFrame,
+    StringId, ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions, WriterTotals,
+};
