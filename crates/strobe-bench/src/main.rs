@@ -3,6 +3,8 @@
 
 use clap::{Parser, Subcommand};
 
+mod db;
+
 #[derive(Parser)]
 #[command(name = "strobe-bench", version, about = "strobe's benchmark harnesses")]
 struct Cli {
@@ -11,9 +13,14 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// Profile database: writer vs raw inserts, peak RSS, merge rate.
+    Db(db::DbArgs),
+}
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Db(a) => db::run(a),
+    }
 }

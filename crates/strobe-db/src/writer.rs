@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, Statement};
 
 use crate::error::{DbError, Result, SqlContext};
 use crate::identity::{NodeInfo, ProcessUuid};
@@ -190,39 +190,56 @@ pub struct FrameSymbols<'a> {
     pub line: Option<u32>,
 }
 
-struct Sql {
-    string: String,
-    thread: String,
-    thread_end: String,
-    track: String,
-    event: String,
-    arg: String,
-    region: String,
-    sample: String,
-    module: String,
-    frame: String,
-    callsite: String,
-    pmc: String,
-    counter: String,
+/// The writer's prepared statements, one per insert kind.
+struct Stmts {
+    string: Statement<'static>,
+    thread: Statement<'static>,
+    thread_end: Statement<'static>,
+    track: Statement<'static>,
+    event: Statement<'static>,
+    arg: Statement<'static>,
+    region: Statement<'static>,
+    sample: Statement<'static>,
+    module: Statement<'static>,
+    frame: Statement<'static>,
+    callsite: Statement<'static>,
+    pmc: Statement<'static>,
+    counter: Statement<'static>,
+    begin: Statement<'static>,
+    commit: Statement<'static>,
 }
 
-impl Sql {
-    fn new(s: &str) -> Sql {
-        Sql {
-            string: format!("INSERT INTO \"rocpd_string{s}\" (string) VALUES (?1)"),
-            thread: format!("INSERT INTO \"rocpd_info_thread{s}\" (nid, ppid, pid, tid, name, start) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"),
-            thread_end: format!("UPDATE \"rocpd_info_thread{s}\" SET \"end\" = ?2 WHERE id = ?1"),
-            track: format!("INSERT INTO \"rocpd_track{s}\" (nid, pid, tid, name_id) VALUES (?1, ?2, ?3, ?4)"),
-            event: format!("INSERT INTO \"rocpd_event{s}\" (category_id, stack_id, correlation_id) VALUES (?1, ?2, ?3)"),
-            arg: format!("INSERT INTO \"rocpd_arg{s}\" (event_id, position, type, name, value) VALUES (?1, ?2, ?3, ?4, ?5)"),
-            region: format!("INSERT INTO \"rocpd_region{s}\" (nid, pid, tid, start, \"end\", name_id, event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
-            sample: format!("INSERT INTO \"rocpd_sample{s}\" (track_id, timestamp, event_id) VALUES (?1, ?2, ?3)"),
-            module: format!("INSERT INTO \"strobe_module{s}\" (pid, path, build_id, load_address, size, file_offset, load_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
-            frame: format!("INSERT INTO \"strobe_frame{s}\" (module_id, rel_pc) VALUES (?1, ?2)"),
-            callsite: format!("INSERT INTO \"strobe_callsite{s}\" (parent_id, frame_id, depth) VALUES (?1, ?2, ?3)"),
-            pmc: format!("INSERT INTO \"rocpd_info_pmc{s}\" (nid, pid, target_arch, name, symbol, description, component, units, value_type, expression, is_constant, is_derived) VALUES (?1, ?2, 'CPU', ?3, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9)"),
-            counter: format!("INSERT INTO \"strobe_counter_sample{s}\" (pmc_id, track_id, timestamp, value) VALUES (?1, ?2, ?3, ?4)"),
+impl Stmts {
+    /// Prepares every statement on `conn` for the tables of suffix `s`.
+    ///
+    /// # Safety
+    ///
+    /// The statements borrow `conn` for `'static`: the caller must keep the
+    /// connection at a fixed address (boxed) and drop the statements before it.
+    unsafe fn new(conn: &Connection, s: &str) -> rusqlite::Result<Stmts> {
+        fn keep(st: Statement<'_>) -> Statement<'static> {
+            // SAFETY: see `Stmts::new`: the connection outlives the statement
+            // and never moves (it lives in a Box owned by the same Writer,
+            // declared after `stmts` so it is dropped after them).
+            unsafe { std::mem::transmute::<Statement<'_>, Statement<'static>>(st) }
         }
+        Ok(Stmts {
+            string: keep(conn.prepare(&format!("INSERT INTO \"rocpd_string{s}\" (string) VALUES (?1)"))?),
+            thread: keep(conn.prepare(&format!("INSERT INTO \"rocpd_info_thread{s}\" (nid, ppid, pid, tid, name, start) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"))?),
+            thread_end: keep(conn.prepare(&format!("UPDATE \"rocpd_info_thread{s}\" SET \"end\" = ?2 WHERE id = ?1"))?),
+            track: keep(conn.prepare(&format!("INSERT INTO \"rocpd_track{s}\" (nid, pid, tid, name_id) VALUES (?1, ?2, ?3, ?4)"))?),
+            event: keep(conn.prepare(&format!("INSERT INTO \"rocpd_event{s}\" (category_id, stack_id, correlation_id) VALUES (?1, ?2, ?3)"))?),
+            arg: keep(conn.prepare(&format!("INSERT INTO \"rocpd_arg{s}\" (event_id, position, type, name, value) VALUES (?1, ?2, ?3, ?4, ?5)"))?),
+            region: keep(conn.prepare(&format!("INSERT INTO \"rocpd_region{s}\" (nid, pid, tid, start, \"end\", name_id, event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"))?),
+            sample: keep(conn.prepare(&format!("INSERT INTO \"rocpd_sample{s}\" (track_id, timestamp, event_id) VALUES (?1, ?2, ?3)"))?),
+            module: keep(conn.prepare(&format!("INSERT INTO \"strobe_module{s}\" (pid, path, build_id, load_address, size, file_offset, load_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"))?),
+            frame: keep(conn.prepare(&format!("INSERT INTO \"strobe_frame{s}\" (module_id, rel_pc) VALUES (?1, ?2)"))?),
+            callsite: keep(conn.prepare(&format!("INSERT INTO \"strobe_callsite{s}\" (parent_id, frame_id, depth) VALUES (?1, ?2, ?3)"))?),
+            pmc: keep(conn.prepare(&format!("INSERT INTO \"rocpd_info_pmc{s}\" (nid, pid, target_arch, name, symbol, description, component, units, value_type, expression, is_constant, is_derived) VALUES (?1, ?2, 'CPU', ?3, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9)"))?),
+            counter: keep(conn.prepare(&format!("INSERT INTO \"strobe_counter_sample{s}\" (pmc_id, track_id, timestamp, value) VALUES (?1, ?2, ?3, ?4)"))?),
+            begin: keep(conn.prepare("BEGIN")?),
+            commit: keep(conn.prepare("COMMIT")?),
+        })
     }
 }
 
@@ -242,7 +259,8 @@ fn i(v: u64) -> i64 {
 /// whichever comes first; committed rows are visible to readers in other
 /// processes (WAL mode) and survive the writer being killed.
 pub struct Writer {
-    conn: Connection,
+    /// Declared first: dropped before `conn`, which they borrow.
+    stmts: Stmts,
     path: PathBuf,
     suffix: String,
     guid: String,
@@ -250,7 +268,6 @@ pub struct Writer {
     proc_row: i64,
     ppid: u32,
     opts: WriterOptions,
-    sql: Sql,
     caches: InternCaches,
     in_tx: bool,
     rows_in_tx: usize,
@@ -258,6 +275,8 @@ pub struct Writer {
     sample_category: Option<i64>,
     totals: WriterTotals,
     finished: bool,
+    /// Boxed so its address never changes while `stmts` borrow it.
+    conn: Box<Connection>,
 }
 
 impl Writer {
@@ -297,6 +316,13 @@ impl Writer {
         )
         .at(&path)?;
         let s = &suffix;
+        // AUTOINCREMENT looks its table up in sqlite_sequence by scanning
+        // from the first row on every insert: seed the rows so the hottest
+        // tables come first.
+        let hot = ["rocpd_event", "rocpd_sample", "rocpd_region", "rocpd_arg", "strobe_counter_sample", "strobe_callsite", "strobe_frame", "rocpd_string"];
+        for t in hot.iter().copied().chain(schema::all_tables().filter(|t| !hot.contains(t) && *t != "rocpd_metadata")) {
+            conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (?1, 0)", [format!("{t}{s}")]).at(&path)?;
+        }
         conn.execute(
             &format!("INSERT INTO \"rocpd_info_node{s}\" (hash, machine_id, system_name, hostname, release, version, hardware_name, domain_name) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
             params![node.hash(), node.machine_id, node.system_name, node.hostname, node.release, node.version, node.hardware_name, node.domain_name],
@@ -324,10 +350,15 @@ impl Writer {
             }
         }
         conn.execute_batch("COMMIT").at(&path)?;
+        let conn = Box::new(conn);
+        // SAFETY: `conn` is boxed and moved into the Writer together with
+        // the statements; `stmts` is declared before `conn`, so it is
+        // dropped first.
+        let stmts = unsafe { Stmts::new(&conn, &suffix) }.at(&path)?;
         Ok(Writer {
+            stmts,
             conn,
             path,
-            sql: Sql::new(&suffix),
             suffix,
             guid,
             nid,
@@ -356,8 +387,10 @@ impl Writer {
     pub fn guid(&self) -> &str {
         &self.guid
     }
-    /// Number of interned (strings, frames, call sites) held in memory.
-    pub fn cache_sizes(&self) -> (usize, usize, usize) {
+    /// Number of interned (strings, frames, call sites, whole stacks) held
+    /// in memory. The first three grow with distinct values only; the last
+    /// is capped at 16 384.
+    pub fn cache_sizes(&self) -> (usize, usize, usize, usize) {
         self.caches.sizes()
     }
     /// Rows appended and not yet committed.
@@ -372,7 +405,7 @@ impl Writer {
     #[inline]
     fn begin_row(&mut self) -> Result<()> {
         if !self.in_tx {
-            self.conn.prepare_cached("BEGIN").and_then(|mut s| s.execute([])).at(&self.path)?;
+            self.stmts.begin.execute([]).at(&self.path)?;
             self.in_tx = true;
         }
         Ok(())
@@ -394,7 +427,7 @@ impl Writer {
     /// see the rows and a crash cannot lose them.
     pub fn flush(&mut self) -> Result<()> {
         if self.in_tx {
-            self.conn.prepare_cached("COMMIT").and_then(|mut s| s.execute([])).at(&self.path)?;
+            self.stmts.commit.execute([]).at(&self.path)?;
             self.in_tx = false;
             self.totals.commits += 1;
         }
@@ -421,10 +454,11 @@ impl Writer {
             return Ok(StringId(id));
         }
         self.begin_row()?;
-        self.conn
-            .prepare_cached(&self.sql.string)
-            .and_then(|mut st| st.execute([s]))
-            .at(&self.path)?;
+        {
+            let st = &mut self.stmts.string;
+            st.execute([s])
+        }
+        .at(&self.path)?;
         let id = self.conn.last_insert_rowid();
         self.caches.add_string(s, id);
         self.end_row(1)?;
@@ -434,12 +468,13 @@ impl Writer {
     /// Adds a thread; returns its row id (use it, not the tid, everywhere).
     pub fn add_thread(&mut self, t: &ThreadInfo<'_>) -> Result<ThreadRef> {
         self.begin_row()?;
-        self.conn
-            .prepare_cached(&self.sql.thread)
-            .and_then(|mut st| {
+        {
+            let st = &mut self.stmts.thread;
+            {
                 st.execute(params![self.nid, self.ppid, self.proc_row, t.tid, t.name, t.start_ns.map(i)])
-            })
-            .at(&self.path)?;
+            }
+        }
+        .at(&self.path)?;
         let id = self.conn.last_insert_rowid();
         self.end_row(1)?;
         Ok(ThreadRef(id))
@@ -448,10 +483,11 @@ impl Writer {
     /// Records the end time of a thread.
     pub fn end_thread(&mut self, thread: ThreadRef, end_ns: u64) -> Result<()> {
         self.begin_row()?;
-        self.conn
-            .prepare_cached(&self.sql.thread_end)
-            .and_then(|mut st| st.execute(params![thread.0, i(end_ns)]))
-            .at(&self.path)?;
+        {
+            let st = &mut self.stmts.thread_end;
+            st.execute(params![thread.0, i(end_ns)])
+        }
+        .at(&self.path)?;
         self.end_row(1)
     }
 
@@ -460,10 +496,11 @@ impl Writer {
     pub fn add_track(&mut self, thread: Option<ThreadRef>, name: &str) -> Result<TrackId> {
         let name = self.intern_string(name)?;
         self.begin_row()?;
-        self.conn
-            .prepare_cached(&self.sql.track)
-            .and_then(|mut st| st.execute(params![self.nid, self.proc_row, thread.map(|t| t.0), name.0]))
-            .at(&self.path)?;
+        {
+            let st = &mut self.stmts.track;
+            st.execute(params![self.nid, self.proc_row, thread.map(|t| t.0), name.0])
+        }
+        .at(&self.path)?;
         let id = self.conn.last_insert_rowid();
         self.end_row(1)?;
         Ok(TrackId(id))
@@ -479,13 +516,14 @@ impl Writer {
         args: &[Arg<'_>],
     ) -> Result<EventId> {
         self.begin_row()?;
-        self.conn
-            .prepare_cached(&self.sql.event)
-            .and_then(|mut st| st.execute(params![category.map(|c| c.0), stack.map(|c| c.0), correlation_id.map(i)]))
-            .at(&self.path)?;
+        {
+            let st = &mut self.stmts.event;
+            st.execute(params![category.map(|c| c.0), stack.map(|c| c.0), correlation_id.map(i)])
+        }
+        .at(&self.path)?;
         let id = self.conn.last_insert_rowid();
         if !args.is_empty() {
-            let mut st = self.conn.prepare_cached(&self.sql.arg).at(&self.path)?;
+            let st = &mut self.stmts.arg;
             for (pos, a) in args.iter().enumerate() {
                 st.execute(params![id, pos as i64, a.ty, a.name, a.value]).at(&self.path)?;
             }
@@ -498,12 +536,13 @@ impl Writer {
     pub fn append_region(&mut self, r: &Region<'_>) -> Result<EventId> {
         let ev = self.append_event(r.category, r.stack, r.correlation_id, r.args)?;
         self.begin_row()?;
-        self.conn
-            .prepare_cached(&self.sql.region)
-            .and_then(|mut st| {
+        {
+            let st = &mut self.stmts.region;
+            {
                 st.execute(params![self.nid, self.proc_row, r.thread.0, i(r.start_ns), i(r.end_ns.max(r.start_ns)), r.name.0, ev.0])
-            })
-            .at(&self.path)?;
+            }
+        }
+        .at(&self.path)?;
         self.totals.regions += 1;
         self.end_row(1)?;
         Ok(ev)
@@ -512,12 +551,13 @@ impl Writer {
     /// Adds a loaded module; frames refer to it by the returned id.
     pub fn add_module(&mut self, m: &ModuleInfo<'_>) -> Result<ModuleId> {
         self.begin_row()?;
-        self.conn
-            .prepare_cached(&self.sql.module)
-            .and_then(|mut st| {
+        {
+            let st = &mut self.stmts.module;
+            {
                 st.execute(params![self.proc_row, m.path, m.build_id, i(m.load_address), i(m.size), i(m.file_offset), m.load_ns.map(i)])
-            })
-            .at(&self.path)?;
+            }
+        }
+        .at(&self.path)?;
         let id = self.conn.last_insert_rowid();
         self.end_row(1)?;
         Ok(ModuleId(id))
@@ -531,10 +571,11 @@ impl Writer {
             return Ok(FrameId(id));
         }
         self.begin_row()?;
-        self.conn
-            .prepare_cached(&self.sql.frame)
-            .and_then(|mut st| st.execute(params![f.module.map(|m| m.0), i(f.rel_pc)]))
-            .at(&self.path)?;
+        {
+            let st = &mut self.stmts.frame;
+            st.execute(params![f.module.map(|m| m.0), i(f.rel_pc)])
+        }
+        .at(&self.path)?;
         let id = self.conn.last_insert_rowid();
         self.caches.add_frame(m, f.rel_pc, id);
         self.end_row(1)?;
@@ -545,6 +586,9 @@ impl Writer {
     /// frame, as unwinders produce it) and returns the call site of the leaf.
     /// Returns `None` for an empty stack.
     pub fn intern_stack(&mut self, frames: &[StackFrame]) -> Result<Option<CallSiteId>> {
+        if let Some(leaf) = self.caches.stack(frames) {
+            return Ok((leaf != 0).then_some(CallSiteId(leaf)));
+        }
         let mut parent = 0i64;
         for (depth, f) in frames.iter().rev().enumerate() {
             let frame = self.intern_frame(*f)?.0;
@@ -552,12 +596,13 @@ impl Writer {
                 Some(id) => id,
                 None => {
                     self.begin_row()?;
-                    self.conn
-                        .prepare_cached(&self.sql.callsite)
-                        .and_then(|mut st| {
+                    {
+            let st = &mut self.stmts.callsite;
+            {
                             st.execute(params![(parent != 0).then_some(parent), frame, depth as i64])
-                        })
-                        .at(&self.path)?;
+                        }
+        }
+        .at(&self.path)?;
                     let id = self.conn.last_insert_rowid();
                     self.caches.add_callsite(parent, frame, id);
                     self.end_row(1)?;
@@ -565,6 +610,7 @@ impl Writer {
                 }
             };
         }
+        self.caches.add_stack(frames, parent);
         Ok((parent != 0).then_some(CallSiteId(parent)))
     }
 
@@ -584,10 +630,11 @@ impl Writer {
         let stack = self.intern_stack(frames)?;
         let ev = self.append_event(Some(StringId(cat)), stack, None, &[])?;
         self.begin_row()?;
-        self.conn
-            .prepare_cached(&self.sql.sample)
-            .and_then(|mut st| st.execute(params![track.0, i(timestamp_ns), ev.0]))
-            .at(&self.path)?;
+        {
+            let st = &mut self.stmts.sample;
+            st.execute(params![track.0, i(timestamp_ns), ev.0])
+        }
+        .at(&self.path)?;
         self.totals.samples += 1;
         self.end_row(1)?;
         Ok(ev)
@@ -596,9 +643,9 @@ impl Writer {
     /// Describes a counter (`rocpd_info_pmc`, target CPU).
     pub fn add_counter(&mut self, c: &CounterInfo<'_>) -> Result<CounterId> {
         self.begin_row()?;
-        self.conn
-            .prepare_cached(&self.sql.pmc)
-            .and_then(|mut st| {
+        {
+            let st = &mut self.stmts.pmc;
+            {
                 st.execute(params![
                     self.nid,
                     self.proc_row,
@@ -610,8 +657,9 @@ impl Writer {
                     c.expression,
                     c.expression.is_some() as i64
                 ])
-            })
-            .at(&self.path)?;
+            }
+        }
+        .at(&self.path)?;
         let id = self.conn.last_insert_rowid();
         self.end_row(1)?;
         Ok(CounterId(id))
@@ -621,10 +669,11 @@ impl Writer {
     /// optionally placed on a track (per-thread counters).
     pub fn append_counter_sample(&mut self, counter: CounterId, track: Option<TrackId>, timestamp_ns: u64, value: f64) -> Result<()> {
         self.begin_row()?;
-        self.conn
-            .prepare_cached(&self.sql.counter)
-            .and_then(|mut st| st.execute(params![counter.0, track.map(|t| t.0), i(timestamp_ns), value]))
-            .at(&self.path)?;
+        {
+            let st = &mut self.stmts.counter;
+            st.execute(params![counter.0, track.map(|t| t.0), i(timestamp_ns), value])
+        }
+        .at(&self.path)?;
         self.totals.counter_samples += 1;
         self.end_row(1)
     }
