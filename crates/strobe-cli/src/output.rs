@@ -31,7 +31,8 @@ pub enum Cell {
     Int(i64),
     /// A real, printed in full.
     Real(f64),
-    /// A real printed with a fixed number of decimals (in table/markdown).
+    /// A real printed with a fixed number of decimals in table and Markdown
+    /// output, in full in CSV and JSON (machine-readable).
     Fixed(f64, usize),
     /// Text.
     Text(String),
@@ -45,6 +46,12 @@ impl Cell {
             Cell::Real(v) => v.to_string(),
             Cell::Fixed(v, d) => format!("{v:.d$}", d = *d),
             Cell::Text(s) => s.clone(),
+        }
+    }
+    fn csv(&self) -> String {
+        match self {
+            Cell::Fixed(v, _) => v.to_string(),
+            other => other.text(),
         }
     }
     fn json(&self) -> serde_json::Value {
@@ -104,7 +111,7 @@ impl<W: Write> TableOut<W> {
     /// Writes one row (as many cells as columns).
     pub fn row(&mut self, cells: &[Cell]) -> std::io::Result<()> {
         match self.format {
-            Format::Csv => writeln!(self.out, "{}", cells.iter().map(|c| csv_field(&c.text())).collect::<Vec<_>>().join(","))?,
+            Format::Csv => writeln!(self.out, "{}", cells.iter().map(|c| csv_field(&c.csv())).collect::<Vec<_>>().join(","))?,
             Format::Markdown => writeln!(
                 self.out,
                 "| {} |",

@@ -16,11 +16,13 @@ use crate::output::{Cell, Format, TableOut};
 #[derive(Debug, Args)]
 pub struct QueryArgs {
     /// Input databases: files, directories (searched for *.db) or globs.
+    /// `-i a.db b.db "SQL"` works: when no separate SQL argument follows,
+    /// the last value given to `-i` is the SQL.
     #[arg(short = 'i', long = "input", required = true, num_args = 1..)]
     pub inputs: Vec<String>,
     /// The SQL to run. The rocpd views (regions, samples, top, …) and the
     /// unsuffixed tables cover every process of every input.
-    pub sql: String,
+    pub sql: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
@@ -35,7 +37,12 @@ pub struct QueryArgs {
 }
 
 /// Runs `strobe query`.
-pub fn run(a: QueryArgs) -> anyhow::Result<()> {
+pub fn run(mut a: QueryArgs) -> anyhow::Result<()> {
+    let sql = match a.sql.take() {
+        Some(sql) => sql,
+        None if a.inputs.len() >= 2 => a.inputs.pop().expect("two or more values"),
+        None => anyhow::bail!("no SQL given: strobe query -i DB... \"SELECT ...\""),
+    };
     let mut profile = strobe_db::Profile::open(&a.inputs)?;
     apply_window(&mut profile, a.start.as_deref(), a.end.as_deref())?;
     let stdout = std::io::stdout();
@@ -45,7 +52,7 @@ pub fn run(a: QueryArgs) -> anyhow::Result<()> {
     let io_err: RefCell<Option<std::io::Error>> = RefCell::new(None);
     let fmt = a.format;
     let result = profile.query_each(
-        &a.sql,
+        &sql,
         &mut |cols| match TableOut::begin(fmt, pending.take().expect("columns come once"), cols) {
             Ok(t) => *table.borrow_mut() = Some(t),
             Err(e) => *io_err.borrow_mut() = Some(e),
