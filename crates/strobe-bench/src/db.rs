@@ -66,7 +66,9 @@ impl Workload {
         let stacks = (0..STACKS)
             .map(|_| {
                 let depth = 5 + (r.next() % 26) as usize;
-                let mut s: Vec<u64> = (0..depth).map(|d| 0x1000 + (d as u64) * 0x40 + (r.next() % 8) * 4).collect();
+                let mut s: Vec<u64> = (0..depth)
+                    .map(|d| 0x1000 + (d as u64) * 0x40 + (r.next() % 8) * 4)
+                    .collect();
                 s.reverse(); // leaf first
                 s
             })
@@ -76,8 +78,17 @@ impl Workload {
 }
 
 enum Rec {
-    Sample { thread: usize, ts: u64, stack: usize },
-    Region { thread: usize, start: u64, end: u64, name: usize },
+    Sample {
+        thread: usize,
+        ts: u64,
+        stack: usize,
+    },
+    Region {
+        thread: usize,
+        start: u64,
+        end: u64,
+        name: usize,
+    },
 }
 
 fn records(n: u64, seed: u64) -> impl Iterator<Item = Rec> {
@@ -89,19 +100,41 @@ fn records(n: u64, seed: u64) -> impl Iterator<Item = Rec> {
         let thread = (x % u64::from(THREADS)) as usize;
         if (x >> 8) % 5 == 0 {
             let d = (x >> 16) % 100_000;
-            Rec::Region { thread, start: ts, end: ts + d, name: ((x >> 40) as usize) % NAMES }
+            Rec::Region {
+                thread,
+                start: ts,
+                end: ts + d,
+                name: ((x >> 40) as usize) % NAMES,
+            }
         } else {
-            Rec::Sample { thread, ts, stack: ((x >> 24) as usize) % STACKS }
+            Rec::Sample {
+                thread,
+                ts,
+                stack: ((x >> 24) as usize) % STACKS,
+            }
         }
     })
 }
 
 fn node() -> NodeInfo {
-    NodeInfo { machine_id: "strobe-bench".into(), hostname: "bench".into(), system_name: "Linux".into(), ..NodeInfo::default() }
+    NodeInfo {
+        machine_id: "strobe-bench".into(),
+        hostname: "bench".into(),
+        system_name: "Linux".into(),
+        ..NodeInfo::default()
+    }
 }
 
 fn process(pid: u32) -> ProcessInfo {
-    ProcessInfo { pid, ppid: 1, init_ns: 0, start_ns: 0, start_unix_ns: 1_700_000_000_000_000_000 + u64::from(pid), command: "synthetic".into(), environment: Vec::new() }
+    ProcessInfo {
+        pid,
+        ppid: 1,
+        init_ns: 0,
+        start_ns: 0,
+        start_unix_ns: 1_700_000_000_000_000_000 + u64::from(pid),
+        command: "synthetic".into(),
+        environment: Vec::new(),
+    }
 }
 
 fn remove_db(p: &Path) {
@@ -113,23 +146,55 @@ fn remove_db(p: &Path) {
 }
 
 /// Writes `n` records through the real writer; returns elapsed time.
-fn write_with_writer(path: &Path, n: u64, batch: usize, pid: u32, w: &Workload) -> anyhow::Result<Duration> {
+fn write_with_writer(
+    path: &Path,
+    n: u64,
+    batch: usize,
+    pid: u32,
+    w: &Workload,
+) -> anyhow::Result<Duration> {
     remove_db(path);
     let t0 = Instant::now();
-    let opts = WriterOptions { batch_rows: batch, node: Some(node()), ..WriterOptions::default() };
+    let opts = WriterOptions {
+        batch_rows: batch,
+        node: Some(node()),
+        ..WriterOptions::default()
+    };
     let mut wr = Writer::create(path, &process(pid), opts)?;
-    let m = wr.add_module(&strobe_db::ModuleInfo { path: "/usr/lib/libsynthetic.so", build_id: Some("00ff"), load_address: 0x7f00_0000_0000, size: 1 << 20, ..Default::default() })?;
+    let m = wr.add_module(&strobe_db::ModuleInfo {
+        path: "/usr/lib/libsynthetic.so",
+        build_id: Some("00ff"),
+        load_address: 0x7f00_0000_0000,
+        size: 1 << 20,
+        ..Default::default()
+    })?;
     let mut threads = Vec::new();
     let mut tracks = Vec::new();
     for k in 0..THREADS {
-        let t = wr.add_thread(&ThreadInfo { tid: pid + k, name: Some("worker"), start_ns: Some(0) })?;
+        let t = wr.add_thread(&ThreadInfo {
+            tid: pid + k,
+            name: Some("worker"),
+            start_ns: Some(0),
+        })?;
         tracks.push(wr.add_track(Some(t), "cpu samples")?);
         threads.push(t);
     }
-    let names: Vec<_> = (0..NAMES).map(|k| wr.intern_string(&format!("region_{k}"))).collect::<Result<_, _>>()?;
+    let names: Vec<_> = (0..NAMES)
+        .map(|k| wr.intern_string(&format!("region_{k}")))
+        .collect::<Result<_, _>>()?;
     let cat = wr.intern_string("user")?;
-    let stacks: Vec<Vec<StackFrame>> =
-        w.stacks.iter().map(|s| s.iter().map(|pc| StackFrame { module: Some(m), rel_pc: *pc }).collect()).collect();
+    let stacks: Vec<Vec<StackFrame>> = w
+        .stacks
+        .iter()
+        .map(|s| {
+            s.iter()
+                .map(|pc| StackFrame {
+                    module: Some(m),
+                    rel_pc: *pc,
+                })
+                .collect()
+        })
+        .collect();
     let mut last = 0;
     for rec in records(n, u64::from(pid)) {
         match rec {
@@ -137,8 +202,22 @@ fn write_with_writer(path: &Path, n: u64, batch: usize, pid: u32, w: &Workload) 
                 wr.append_sample(tracks[thread], ts, &stacks[stack])?;
                 last = ts;
             }
-            Rec::Region { thread, start, end, name } => {
-                wr.append_region(&Region { thread: threads[thread], start_ns: start, end_ns: end, name: names[name], category: Some(cat), stack: None, correlation_id: None, args: &[] })?;
+            Rec::Region {
+                thread,
+                start,
+                end,
+                name,
+            } => {
+                wr.append_region(&Region {
+                    thread: threads[thread],
+                    start_ns: start,
+                    end_ns: end,
+                    name: names[name],
+                    category: Some(cat),
+                    stack: None,
+                    correlation_id: None,
+                    args: &[],
+                })?;
                 last = end;
             }
         }
@@ -153,7 +232,9 @@ fn write_raw(path: &Path, n: u64, batch: usize, pid: u32) -> anyhow::Result<Dura
     remove_db(path);
     let t0 = Instant::now();
     let conn = rusqlite::Connection::open(path)?;
-    conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-8192;")?;
+    conn.execute_batch(
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-8192;",
+    )?;
     let s = "_00000000_0000_7000_8000_000000000000";
     strobe_db::schema::create_tables(&conn, s, "00000000-0000-7000-8000-000000000000")?;
     // The same setup rows the writer stores (node, process, threads, tracks,
@@ -168,27 +249,39 @@ fn write_raw(path: &Path, n: u64, batch: usize, pid: u32) -> anyhow::Result<Dura
          COMMIT;"
     ))?;
     {
-        let mut st = conn.prepare(&format!("INSERT INTO \"rocpd_string{s}\" (string) VALUES (?1)"))?;
+        let mut st = conn.prepare(&format!(
+            "INSERT INTO \"rocpd_string{s}\" (string) VALUES (?1)"
+        ))?;
         for k in 0..NAMES {
             st.execute([format!("region_{k}")])?;
         }
         st.execute(["user"])?;
         st.execute(["sample"])?;
-        let mut th = conn.prepare(&format!("INSERT INTO \"rocpd_info_thread{s}\" (nid, pid, tid) VALUES (1, 1, ?1)"))?;
-        let mut tr = conn.prepare(&format!("INSERT INTO \"rocpd_track{s}\" (nid, pid, tid, name_id) VALUES (1, 1, ?1, 1)"))?;
+        let mut th = conn.prepare(&format!(
+            "INSERT INTO \"rocpd_info_thread{s}\" (nid, pid, tid) VALUES (1, 1, ?1)"
+        ))?;
+        let mut tr = conn.prepare(&format!(
+            "INSERT INTO \"rocpd_track{s}\" (nid, pid, tid, name_id) VALUES (1, 1, ?1, 1)"
+        ))?;
         for k in 0..THREADS {
             th.execute([k + 1])?;
             tr.execute([k + 1])?;
         }
-        let mut fr = conn.prepare(&format!("INSERT INTO \"strobe_frame{s}\" (module_id, rel_pc) VALUES (1, ?1)"))?;
-        let mut cs = conn.prepare(&format!("INSERT INTO \"strobe_callsite{s}\" (parent_id, frame_id, depth) VALUES (?1, ?2, ?3)"))?;
+        let mut fr = conn.prepare(&format!(
+            "INSERT INTO \"strobe_frame{s}\" (module_id, rel_pc) VALUES (1, ?1)"
+        ))?;
+        let mut cs = conn.prepare(&format!(
+            "INSERT INTO \"strobe_callsite{s}\" (parent_id, frame_id, depth) VALUES (?1, ?2, ?3)"
+        ))?;
         for k in 0..STACKS as i64 {
             fr.execute([k])?;
             cs.execute(params![Option::<i64>::None, k + 1, 0])?;
         }
     }
     let mut ev = conn.prepare(&format!("INSERT INTO \"rocpd_event{s}\" (category_id, stack_id, correlation_id) VALUES (?1, ?2, ?3)"))?;
-    let mut sa = conn.prepare(&format!("INSERT INTO \"rocpd_sample{s}\" (track_id, timestamp, event_id) VALUES (?1, ?2, ?3)"))?;
+    let mut sa = conn.prepare(&format!(
+        "INSERT INTO \"rocpd_sample{s}\" (track_id, timestamp, event_id) VALUES (?1, ?2, ?3)"
+    ))?;
     let mut re = conn.prepare(&format!("INSERT INTO \"rocpd_region{s}\" (nid, pid, tid, start, \"end\", name_id, event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"))?;
     let mut begin = conn.prepare("BEGIN")?;
     let mut commit = conn.prepare("COMMIT")?;
@@ -201,10 +294,23 @@ fn write_raw(path: &Path, n: u64, batch: usize, pid: u32) -> anyhow::Result<Dura
                 let id = conn.last_insert_rowid();
                 sa.execute(params![thread as i64 + 1, ts as i64, id])?;
             }
-            Rec::Region { thread, start, end, name } => {
+            Rec::Region {
+                thread,
+                start,
+                end,
+                name,
+            } => {
                 ev.execute(params![2i64, Option::<i64>::None, Option::<i64>::None])?;
                 let id = conn.last_insert_rowid();
-                re.execute(params![1i64, 1i64, thread as i64 + 1, start as i64, end as i64, name as i64 + 3, id])?;
+                re.execute(params![
+                    1i64,
+                    1i64,
+                    thread as i64 + 1,
+                    start as i64,
+                    end as i64,
+                    name as i64 + 3,
+                    id
+                ])?;
             }
         }
         rows += 2;
@@ -231,7 +337,10 @@ fn peak_rss_kib() -> i64 {
 /// Runs the benchmark.
 pub fn run(a: DbArgs) -> anyhow::Result<()> {
     let w = Workload::new();
-    println!("strobe-bench db: {} records (80% samples with 5-30 frame stacks, 20% regions), batch {}", a.rows, a.batch);
+    println!(
+        "strobe-bench db: {} records (80% samples with 5-30 frame stacks, 20% regions), batch {}",
+        a.rows, a.batch
+    );
     let rss0 = peak_rss_kib();
     let mut best_w = Duration::MAX;
     let mut best_r = Duration::MAX;
@@ -254,8 +363,18 @@ pub fn run(a: DbArgs) -> anyhow::Result<()> {
     }
     let size = std::fs::metadata(&a.out).map(|m| m.len()).unwrap_or(0);
     let wr = a.rows as f64 / best_w.as_secs_f64();
-    println!("writer (best): {:.3} s, {:.0} records/s, file {:.1} MiB ({})", best_w.as_secs_f64(), wr, size as f64 / 1048576.0, a.out.display());
-    println!("peak RSS: {:.1} MiB before, {:.1} MiB after the writer runs (getrusage ru_maxrss)", rss0 as f64 / 1024.0, rss_writer as f64 / 1024.0);
+    println!(
+        "writer (best): {:.3} s, {:.0} records/s, file {:.1} MiB ({})",
+        best_w.as_secs_f64(),
+        wr,
+        size as f64 / 1048576.0,
+        a.out.display()
+    );
+    println!(
+        "peak RSS: {:.1} MiB before, {:.1} MiB after the writer runs (getrusage ru_maxrss)",
+        rss0 as f64 / 1024.0,
+        rss_writer as f64 / 1024.0
+    );
     if a.merge_files > 0 {
         let dir = a.out.with_extension("merge-inputs");
         let _ = std::fs::remove_dir_all(&dir);
@@ -280,7 +399,11 @@ pub fn run(a: DbArgs) -> anyhow::Result<()> {
 
     if !a.no_raw {
         let rr = a.rows as f64 / best_r.as_secs_f64();
-        println!("raw rusqlite prepared inserts (best): {:.3} s, {:.0} records/s", best_r.as_secs_f64(), rr);
+        println!(
+            "raw rusqlite prepared inserts (best): {:.3} s, {:.0} records/s",
+            best_r.as_secs_f64(),
+            rr
+        );
         println!("writer/raw = {:.3}", wr / rr);
     }
     Ok(())

@@ -8,7 +8,11 @@ mod query;
 mod summary;
 
 #[derive(Parser)]
-#[command(name = "strobe", version, about = "strobe: performance analysis for Linux programs")]
+#[command(
+    name = "strobe",
+    version,
+    about = "strobe: performance analysis for Linux programs"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -25,7 +25,11 @@ pub struct MergeArgs {
 /// Runs `strobe merge`.
 pub fn run(a: MergeArgs) -> anyhow::Result<()> {
     let files = strobe_db::inputs::expand_inputs(&a.inputs)?;
-    let bar = if a.quiet { ProgressBar::hidden() } else { ProgressBar::new(0) };
+    let bar = if a.quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(0)
+    };
     bar.set_style(
         ProgressStyle::with_template("{spinner} merging [{bar:40}] {human_pos}/{human_len} rows ({per_sec}, eta {eta}) {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar())

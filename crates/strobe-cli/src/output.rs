@@ -58,7 +58,9 @@ impl Cell {
         match self {
             Cell::Null => serde_json::Value::Null,
             Cell::Int(v) => (*v).into(),
-            Cell::Real(v) | Cell::Fixed(v, _) => serde_json::Number::from_f64(*v).map_or(serde_json::Value::Null, Into::into),
+            Cell::Real(v) | Cell::Fixed(v, _) => {
+                serde_json::Number::from_f64(*v).map_or(serde_json::Value::Null, Into::into)
+            }
             Cell::Text(s) => s.clone().into(),
         }
     }
@@ -97,29 +99,67 @@ impl<W: Write> TableOut<W> {
     /// Starts a table with these column names.
     pub fn begin(format: Format, mut out: W, columns: &[String]) -> std::io::Result<TableOut<W>> {
         match format {
-            Format::Csv => writeln!(out, "{}", columns.iter().map(|c| csv_field(c)).collect::<Vec<_>>().join(","))?,
+            Format::Csv => writeln!(
+                out,
+                "{}",
+                columns
+                    .iter()
+                    .map(|c| csv_field(c))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )?,
             Format::Markdown => {
-                writeln!(out, "| {} |", columns.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>().join(" | "))?;
+                writeln!(
+                    out,
+                    "| {} |",
+                    columns
+                        .iter()
+                        .map(|c| c.replace('|', "\\|"))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                )?;
                 writeln!(out, "|{}", "---|".repeat(columns.len()))?;
             }
             Format::Json => write!(out, "[")?,
             Format::Table => {}
         }
-        Ok(TableOut { format, out, columns: columns.to_vec(), buffered: Vec::new(), rows: 0 })
+        Ok(TableOut {
+            format,
+            out,
+            columns: columns.to_vec(),
+            buffered: Vec::new(),
+            rows: 0,
+        })
     }
 
     /// Writes one row (as many cells as columns).
     pub fn row(&mut self, cells: &[Cell]) -> std::io::Result<()> {
         match self.format {
-            Format::Csv => writeln!(self.out, "{}", cells.iter().map(|c| csv_field(&c.csv())).collect::<Vec<_>>().join(","))?,
+            Format::Csv => writeln!(
+                self.out,
+                "{}",
+                cells
+                    .iter()
+                    .map(|c| csv_field(&c.csv()))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )?,
             Format::Markdown => writeln!(
                 self.out,
                 "| {} |",
-                cells.iter().map(|c| c.text().replace('|', "\\|").replace('\n', " ")).collect::<Vec<_>>().join(" | ")
+                cells
+                    .iter()
+                    .map(|c| c.text().replace('|', "\\|").replace('\n', " "))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
             )?,
             Format::Json => {
-                let obj: serde_json::Map<String, serde_json::Value> =
-                    self.columns.iter().cloned().zip(cells.iter().map(Cell::json)).collect();
+                let obj: serde_json::Map<String, serde_json::Value> = self
+                    .columns
+                    .iter()
+                    .cloned()
+                    .zip(cells.iter().map(Cell::json))
+                    .collect();
                 let sep = if self.rows == 0 { "\n  " } else { ",\n  " };
                 write!(self.out, "{sep}{}", serde_json::Value::Object(obj))?;
             }

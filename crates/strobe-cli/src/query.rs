@@ -61,7 +61,10 @@ pub fn run(mut a: QueryArgs) -> anyhow::Result<()> {
             if let Some(t) = table.borrow_mut().as_mut() {
                 let cells: Vec<Cell> = vals.iter().cloned().map(Cell::from).collect();
                 if let Err(e) = t.row(&cells) {
-                    let stop = strobe_db::DbError::Io { path: "<stdout>".into(), source: std::io::Error::new(e.kind(), e.to_string()) };
+                    let stop = strobe_db::DbError::Io {
+                        path: "<stdout>".into(),
+                        source: std::io::Error::new(e.kind(), e.to_string()),
+                    };
                     *io_err.borrow_mut() = Some(e);
                     return Err(stop);
                 }
@@ -90,7 +93,11 @@ pub fn run(mut a: QueryArgs) -> anyhow::Result<()> {
 }
 
 /// Parses and applies `--start/--end` to the profile's time-based views.
-pub fn apply_window(p: &mut strobe_db::Profile, start: Option<&str>, end: Option<&str>) -> anyhow::Result<()> {
+pub fn apply_window(
+    p: &mut strobe_db::Profile,
+    start: Option<&str>,
+    end: Option<&str>,
+) -> anyhow::Result<()> {
     if start.is_none() && end.is_none() {
         return Ok(());
     }

@@ -8,7 +8,9 @@
 use std::io::Write;
 
 use clap::{Args, ValueEnum};
-use strobe_db::summary::{function_summary, region_summary, thread_summary, FunctionRow, StatRow, ThreadRow};
+use strobe_db::summary::{
+    function_summary, region_summary, thread_summary, FunctionRow, StatRow, ThreadRow,
+};
 
 use crate::output::{Cell, Format, TableOut};
 
@@ -70,13 +72,27 @@ fn proc_cols(by: bool) -> Vec<String> {
 fn region_table(rows: &[StatRow], by: bool) -> (Vec<String>, Vec<Vec<Cell>>) {
     let mut cols = proc_cols(by);
     cols.extend(
-        ["Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)", "Name"]
-            .map(String::from),
+        [
+            "Time (%)",
+            "Total Time (ns)",
+            "Instances",
+            "Avg (ns)",
+            "Med (ns)",
+            "Min (ns)",
+            "Max (ns)",
+            "StdDev (ns)",
+            "Name",
+        ]
+        .map(String::from),
     );
     let body = rows
         .iter()
         .map(|r| {
-            let mut c = if by { vec![r.pid.map_or(Cell::Null, Cell::Int)] } else { Vec::new() };
+            let mut c = if by {
+                vec![r.pid.map_or(Cell::Null, Cell::Int)]
+            } else {
+                Vec::new()
+            };
             c.extend([
                 Cell::Fixed(r.time_pct, 1),
                 Cell::Int(r.total_ns),
@@ -96,11 +112,24 @@ fn region_table(rows: &[StatRow], by: bool) -> (Vec<String>, Vec<Vec<Cell>>) {
 
 fn function_table(rows: &[FunctionRow], by: bool) -> (Vec<String>, Vec<Vec<Cell>>) {
     let mut cols = proc_cols(by);
-    cols.extend(["Self (%)", "Self Samples", "Total (%)", "Total Samples", "Name"].map(String::from));
+    cols.extend(
+        [
+            "Self (%)",
+            "Self Samples",
+            "Total (%)",
+            "Total Samples",
+            "Name",
+        ]
+        .map(String::from),
+    );
     let body = rows
         .iter()
         .map(|r| {
-            let mut c = if by { vec![r.pid.map_or(Cell::Null, Cell::Int)] } else { Vec::new() };
+            let mut c = if by {
+                vec![r.pid.map_or(Cell::Null, Cell::Int)]
+            } else {
+                Vec::new()
+            };
             c.extend([
                 Cell::Fixed(r.self_pct, 1),
                 Cell::Int(r.self_samples as i64),
@@ -115,9 +144,18 @@ fn function_table(rows: &[FunctionRow], by: bool) -> (Vec<String>, Vec<Vec<Cell>
 }
 
 fn thread_table(rows: &[ThreadRow]) -> (Vec<String>, Vec<Vec<Cell>>) {
-    let cols = ["Samples (%)", "Samples", "Regions", "Region Time (ns)", "Lifetime (ns)", "PID", "TID", "Name"]
-        .map(String::from)
-        .to_vec();
+    let cols = [
+        "Samples (%)",
+        "Samples",
+        "Regions",
+        "Region Time (ns)",
+        "Lifetime (ns)",
+        "PID",
+        "TID",
+        "Name",
+    ]
+    .map(String::from)
+    .to_vec();
     let body = rows
         .iter()
         .map(|r| {
@@ -141,9 +179,21 @@ pub fn run(a: SummaryArgs) -> anyhow::Result<()> {
     let mut profile = strobe_db::Profile::open(&a.inputs)?;
     crate::query::apply_window(&mut profile, a.start.as_deref(), a.end.as_deref())?;
     let want = |r: Report| a.report == Report::All || a.report == r;
-    let regions = if want(Report::Regions) { Some(region_summary(&profile, a.by_process)?) } else { None };
-    let functions = if want(Report::Functions) { Some(function_summary(&profile, a.by_process)?) } else { None };
-    let threads = if want(Report::Threads) { Some(thread_summary(&profile, a.by_process)?) } else { None };
+    let regions = if want(Report::Regions) {
+        Some(region_summary(&profile, a.by_process)?)
+    } else {
+        None
+    };
+    let functions = if want(Report::Functions) {
+        Some(function_summary(&profile, a.by_process)?)
+    } else {
+        None
+    };
+    let threads = if want(Report::Threads) {
+        Some(thread_summary(&profile, a.by_process)?)
+    } else {
+        None
+    };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     if a.format == SummaryFormat::Json {
@@ -157,16 +207,28 @@ pub fn run(a: SummaryArgs) -> anyhow::Result<()> {
         if let Some(t) = &threads {
             obj.insert("threads".into(), serde_json::to_value(t)?);
         }
-        writeln!(out, "{}", serde_json::to_string_pretty(&serde_json::Value::Object(obj))?)?;
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&serde_json::Value::Object(obj))?
+        )?;
         return Ok(());
     }
-    let fmt = if a.format == SummaryFormat::Csv { Format::Csv } else { Format::Table };
+    let fmt = if a.format == SummaryFormat::Csv {
+        Format::Csv
+    } else {
+        Format::Table
+    };
     let mut tables = Vec::new();
     if let Some(r) = &regions {
         tables.push(("regions", "Regions", region_table(r, a.by_process)));
     }
     if let Some(f) = &functions {
-        tables.push(("functions", "Sampled functions (self = innermost frame, total = anywhere on the stack)", function_table(f, a.by_process)));
+        tables.push((
+            "functions",
+            "Sampled functions (self = innermost frame, total = anywhere on the stack)",
+            function_table(f, a.by_process),
+        ));
     }
     if let Some(t) = &threads {
         tables.push(("threads", "Threads", thread_table(t)));

@@ -43,7 +43,9 @@ pub enum DbError {
         table: String,
     },
     /// The file holds no `rocpd_metadata_<uuid>` table at all.
-    #[error("{path}: no rocpd_metadata table: this SQLite file is not a strobe/rocpd profile database")]
+    #[error(
+        "{path}: no rocpd_metadata table: this SQLite file is not a strobe/rocpd profile database"
+    )]
     NotProfile {
         /// The offending file.
         path: PathBuf,

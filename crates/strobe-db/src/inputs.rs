@@ -25,7 +25,9 @@ pub fn expand_inputs<S: AsRef<str>>(inputs: &[S]) -> Result<Vec<PathBuf>> {
         if p.is_dir() {
             walk_dir(p, &mut out)?;
         } else if input.contains(['*', '?', '[']) && !p.exists() {
-            let paths = glob::glob(input).map_err(|_| DbError::NoInput { pattern: input.to_string() })?;
+            let paths = glob::glob(input).map_err(|_| DbError::NoInput {
+                pattern: input.to_string(),
+            })?;
             for entry in paths.flatten() {
                 if entry.is_dir() {
                     walk_dir(&entry, &mut out)?;
@@ -38,11 +40,16 @@ pub fn expand_inputs<S: AsRef<str>>(inputs: &[S]) -> Result<Vec<PathBuf>> {
         } else {
             return Err(DbError::Io {
                 path: p.to_path_buf(),
-                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or directory"),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "no such file or directory",
+                ),
             });
         }
         if out.len() == before {
-            return Err(DbError::NoInput { pattern: input.to_string() });
+            return Err(DbError::NoInput {
+                pattern: input.to_string(),
+            });
         }
     }
     out.sort();
@@ -51,9 +58,15 @@ pub fn expand_inputs<S: AsRef<str>>(inputs: &[S]) -> Result<Vec<PathBuf>> {
 }
 
 fn walk_dir(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    let rd = std::fs::read_dir(dir).map_err(|e| DbError::Io { path: dir.to_path_buf(), source: e })?;
+    let rd = std::fs::read_dir(dir).map_err(|e| DbError::Io {
+        path: dir.to_path_buf(),
+        source: e,
+    })?;
     for entry in rd {
-        let entry = entry.map_err(|e| DbError::Io { path: dir.to_path_buf(), source: e })?;
+        let entry = entry.map_err(|e| DbError::Io {
+            path: dir.to_path_buf(),
+            source: e,
+        })?;
         let path = entry.path();
         if path.is_dir() {
             walk_dir(&path, out)?;
@@ -69,7 +82,9 @@ pub(crate) fn file_uri(path: &Path, params: &str) -> String {
     let mut s = String::from("file:");
     for b in path.as_os_str().as_encoded_bytes() {
         match *b {
-            b'%' | b'?' | b'#' | b'&' | b'=' | b' ' | 0x80..=0xff => s.push_str(&format!("%{b:02X}")),
+            b'%' | b'?' | b'#' | b'&' | b'=' | b' ' | 0x80..=0xff => {
+                s.push_str(&format!("%{b:02X}"))
+            }
             c => s.push(c as char),
         }
     }
@@ -82,19 +97,29 @@ pub(crate) fn file_uri(path: &Path, params: &str) -> String {
 /// page count is valid, that the file is as long as the header says.
 fn check_header(path: &Path) -> Result<()> {
     use std::io::Read;
-    let io = |e| DbError::Io { path: path.to_path_buf(), source: e };
+    let io = |e| DbError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    };
     let mut f = std::fs::File::open(path).map_err(io)?;
     let len = f.metadata().map_err(io)?.len();
     if len == 0 {
-        return Err(DbError::NotProfile { path: path.to_path_buf() });
+        return Err(DbError::NotProfile {
+            path: path.to_path_buf(),
+        });
     }
     let mut h = [0u8; 100];
     let n = f.read(&mut h).map_err(io)?;
     if n < 16 || &h[..16] != b"SQLite format 3\0" {
-        return Err(DbError::NotSqlite { path: path.to_path_buf() });
+        return Err(DbError::NotSqlite {
+            path: path.to_path_buf(),
+        });
     }
     if n < 100 {
-        return Err(DbError::Corrupt { path: path.to_path_buf(), detail: format!("file is only {len} bytes, shorter than the 100-byte header") });
+        return Err(DbError::Corrupt {
+            path: path.to_path_buf(),
+            detail: format!("file is only {len} bytes, shorter than the 100-byte header"),
+        });
     }
     let page_size = match u16::from_be_bytes([h[16], h[17]]) {
         1 => 65536u64,
@@ -135,12 +160,16 @@ pub fn suffixes_in(conn: &Connection, schema: &str) -> rusqlite::Result<Vec<Stri
 pub(crate) fn check_schema(conn: &Connection, schema: &str, path: &Path) -> Result<Vec<String>> {
     let suffixes = suffixes_in(conn, schema).at(path)?;
     if suffixes.is_empty() {
-        return Err(DbError::NotProfile { path: path.to_path_buf() });
+        return Err(DbError::NotProfile {
+            path: path.to_path_buf(),
+        });
     }
     let mut tables = std::collections::HashSet::new();
     {
         let mut st = conn
-            .prepare(&format!("SELECT name FROM \"{schema}\".sqlite_master WHERE type = 'table'"))
+            .prepare(&format!(
+                "SELECT name FROM \"{schema}\".sqlite_master WHERE type = 'table'"
+            ))
             .at(path)?;
         let rows = st.query_map([], |r| r.get::<_, String>(0)).at(path)?;
         for r in rows {
@@ -157,14 +186,24 @@ pub(crate) fn check_schema(conn: &Connection, schema: &str, path: &Path) -> Resu
             .map(Some)
             .or_else(|e| if matches!(e, rusqlite::Error::QueryReturnedNoRows) { Ok(None) } else { Err(e) })
             .at(path)?;
-        let found: i64 = version.as_deref().and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+        let found: i64 = version
+            .as_deref()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
         if found > SCHEMA_VERSION {
-            return Err(DbError::NewerSchema { path: path.to_path_buf(), found, supported: SCHEMA_VERSION });
+            return Err(DbError::NewerSchema {
+                path: path.to_path_buf(),
+                found,
+                supported: SCHEMA_VERSION,
+            });
         }
         for t in schema::all_tables() {
             let name = format!("{t}{s}");
             if !tables.contains(&name) {
-                return Err(DbError::MissingTable { path: path.to_path_buf(), table: name });
+                return Err(DbError::MissingTable {
+                    path: path.to_path_buf(),
+                    table: name,
+                });
             }
         }
     }
@@ -175,7 +214,10 @@ pub(crate) fn check_schema(conn: &Connection, schema: &str, path: &Path) -> Resu
 /// process suffixes.
 pub fn check_file(path: &Path) -> Result<Vec<String>> {
     check_header(path)?;
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-        .at(path)?;
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .at(path)?;
     check_schema(&conn, "main", path)
 }

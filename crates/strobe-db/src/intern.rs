@@ -121,6 +121,11 @@ impl InternCaches {
     }
     /// Number of cached values (strings, frames, call sites, whole stacks).
     pub fn sizes(&self) -> (usize, usize, usize, usize) {
-        (self.strings.len(), self.frames.len(), self.callsites.len(), self.stacks.len())
+        (
+            self.strings.len(),
+            self.frames.len(),
+            self.callsites.len(),
+            self.stacks.len(),
+        )
     }
 }

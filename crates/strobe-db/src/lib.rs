@@ -26,9 +26,12 @@ pub use error::{DbError, Result};
 pub use identity::{NodeInfo, ProcessUuid};
 pub use merge::{merge, MergeProgress, MergeStats};
 pub use process::ProcessInfo;
-pub use reader::{CounterRecord, Profile, RegionRecord, ResolvedFrame, SampleRecord, ThreadRecord, TimeBound};
+pub use reader::{
+    CounterRecord, Profile, RegionRecord, ResolvedFrame, SampleRecord, ThreadRecord, TimeBound,
+};
 pub use rusqlite::types::Value;
 pub use writer::{
-    Arg, CallSiteId, CounterId, CounterInfo, EventId, FrameId, FrameSymbols, ModuleId, ModuleInfo, Region, StackFrame,
-    StringId, ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions, WriterTotals,
+    Arg, CallSiteId, CounterId, CounterInfo, EventId, FrameId, FrameSymbols, ModuleId, ModuleInfo,
+    Region, StackFrame, StringId, ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions,
+    WriterTotals,
 };

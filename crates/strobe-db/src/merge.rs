@@ -54,12 +54,19 @@ pub struct MergeStats {
 /// first (a bad one stops the merge before anything is written, naming the
 /// file); two inputs holding the same process are refused. Fails if `output`
 /// exists.
-pub fn merge(inputs: &[PathBuf], output: &Path, progress: &mut dyn FnMut(MergeProgress)) -> Result<MergeStats> {
+pub fn merge(
+    inputs: &[PathBuf],
+    output: &Path,
+    progress: &mut dyn FnMut(MergeProgress),
+) -> Result<MergeStats> {
     let started = Instant::now();
     if output.exists() {
         return Err(DbError::Io {
             path: output.to_path_buf(),
-            source: std::io::Error::new(std::io::ErrorKind::AlreadyExists, "output exists; remove it or choose another path"),
+            source: std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "output exists; remove it or choose another path",
+            ),
         });
     }
     let mut plan: Vec<(PathBuf, Vec<String>)> = Vec::new();
@@ -69,13 +76,19 @@ pub fn merge(inputs: &[PathBuf], output: &Path, progress: &mut dyn FnMut(MergePr
         let suffixes = check_file(input)?;
         for s in &suffixes {
             if !seen.insert(s.clone()) {
-                return Err(DbError::DuplicateProcess { path: input.clone(), suffix: s.clone() });
+                return Err(DbError::DuplicateProcess {
+                    path: input.clone(),
+                    suffix: s.clone(),
+                });
             }
         }
         total_rows += count_rows(input, &suffixes)?;
         plan.push((input.clone(), suffixes));
     }
-    progress(MergeProgress::Started { inputs: inputs.len(), total_rows });
+    progress(MergeProgress::Started {
+        inputs: inputs.len(),
+        total_rows,
+    });
 
     let partial = {
         let mut p = output.as_os_str().to_owned();
@@ -90,20 +103,36 @@ pub fn merge(inputs: &[PathBuf], output: &Path, progress: &mut dyn FnMut(MergePr
         let mut rows = 0u64;
         let mut sets = Vec::new();
         for (input, suffixes) in &plan {
-            conn.execute("ATTACH DATABASE ?1 AS src", [file_uri(input, "mode=ro")]).at(input)?;
+            conn.execute("ATTACH DATABASE ?1 AS src", [file_uri(input, "mode=ro")])
+                .at(input)?;
             conn.execute_batch("BEGIN").at(&partial)?;
             for s in suffixes {
                 for t in schema::all_tables() {
                     let name = format!("{t}{s}");
                     let ddl: String = conn
-                        .query_row("SELECT sql FROM src.sqlite_master WHERE type = 'table' AND name = ?1", [&name], |r| r.get(0))
+                        .query_row(
+                            "SELECT sql FROM src.sqlite_master WHERE type = 'table' AND name = ?1",
+                            [&name],
+                            |r| r.get(0),
+                        )
                         .at(input)?;
                     conn.execute_batch(&ddl).at(&partial)?;
-                    let n = conn.execute(&format!("INSERT INTO main.\"{name}\" SELECT * FROM src.\"{name}\""), []).at(input)? as u64;
+                    let n = conn
+                        .execute(
+                            &format!("INSERT INTO main.\"{name}\" SELECT * FROM src.\"{name}\""),
+                            [],
+                        )
+                        .at(input)? as u64;
                     rows += n;
-                    progress(MergeProgress::Copied { input: input.clone(), rows: n });
+                    progress(MergeProgress::Copied {
+                        input: input.clone(),
+                        rows: n,
+                    });
                 }
-                sets.push(TableSet { schema: "main".into(), suffix: s.clone() });
+                sets.push(TableSet {
+                    schema: "main".into(),
+                    suffix: s.clone(),
+                });
             }
             conn.execute_batch("COMMIT").at(&partial)?;
             conn.execute_batch("DETACH DATABASE src").at(input)?;
@@ -114,12 +143,21 @@ pub fn merge(inputs: &[PathBuf], output: &Path, progress: &mut dyn FnMut(MergePr
         for s in &sets {
             schema::create_indexes(&conn, &s.suffix).at(&partial)?;
         }
-        conn.execute_batch("COMMIT; PRAGMA journal_mode=DELETE;").at(&partial)?;
-        Ok(MergeStats { inputs: plan.len(), processes: sets.len(), rows, seconds: 0.0 })
+        conn.execute_batch("COMMIT; PRAGMA journal_mode=DELETE;")
+            .at(&partial)?;
+        Ok(MergeStats {
+            inputs: plan.len(),
+            processes: sets.len(),
+            rows,
+            seconds: 0.0,
+        })
     })();
     match result {
         Ok(mut stats) => {
-            std::fs::rename(&partial, output).map_err(|e| DbError::Io { path: output.to_path_buf(), source: e })?;
+            std::fs::rename(&partial, output).map_err(|e| DbError::Io {
+                path: output.to_path_buf(),
+                source: e,
+            })?;
             stats.seconds = started.elapsed().as_secs_f64();
             Ok(stats)
         }
@@ -132,13 +170,18 @@ pub fn merge(inputs: &[PathBuf], output: &Path, progress: &mut dyn FnMut(MergePr
 
 /// Counts the rows of every suffixed table of `path` (for progress).
 fn count_rows(path: &Path, suffixes: &[String]) -> Result<u64> {
-    let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).at(path)?;
+    let conn =
+        Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).at(path)?;
     let mut total = 0u64;
     for s in suffixes {
         for t in schema::all_tables() {
             // max(id) is O(log n) on an AUTOINCREMENT primary key and equals
             // the row count for append-only tables; good enough for progress.
-            let n: Option<i64> = conn.query_row(&format!("SELECT max(rowid) FROM \"{t}{s}\""), [], |r| r.get(0)).at(path)?;
+            let n: Option<i64> = conn
+                .query_row(&format!("SELECT max(rowid) FROM \"{t}{s}\""), [], |r| {
+                    r.get(0)
+                })
+                .at(path)?;
             total += n.unwrap_or(0).max(0) as u64;
         }
     }

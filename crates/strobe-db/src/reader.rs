@@ -40,13 +40,19 @@ impl std::str::FromStr for TimeBound {
     fn from_str(s: &str) -> Result<TimeBound> {
         let t = s.trim();
         if let Some(p) = t.strip_suffix('%') {
-            let v: f64 = p.trim().parse().map_err(|_| DbError::TimeBound(s.to_string()))?;
+            let v: f64 = p
+                .trim()
+                .parse()
+                .map_err(|_| DbError::TimeBound(s.to_string()))?;
             if !(0.0..=100.0).contains(&v) {
                 return Err(DbError::TimeBound(s.to_string()));
             }
             return Ok(TimeBound::Percent(v));
         }
-        let v: i64 = t.trim_end_matches("ns").parse().map_err(|_| DbError::TimeBound(s.to_string()))?;
+        let v: i64 = t
+            .trim_end_matches("ns")
+            .parse()
+            .map_err(|_| DbError::TimeBound(s.to_string()))?;
         if v < 0 {
             return Err(DbError::TimeBound(s.to_string()));
         }
@@ -209,7 +215,9 @@ impl Profile {
     /// Opens an explicit list of files as one database.
     pub fn open_files(files: &[PathBuf]) -> Result<Profile> {
         if files.is_empty() {
-            return Err(DbError::NoInput { pattern: String::new() });
+            return Err(DbError::NoInput {
+                pattern: String::new(),
+            });
         }
         for f in files {
             check_file(f)?;
@@ -220,7 +228,10 @@ impl Profile {
                 std::process::id(),
                 strobe_core::clock::now_ns()
             ));
-            std::fs::create_dir_all(&dir).map_err(|e| DbError::Io { path: dir.clone(), source: e })?;
+            std::fs::create_dir_all(&dir).map_err(|e| DbError::Io {
+                path: dir.clone(),
+                source: e,
+            })?;
             let staging = Staging(dir.clone());
             let merged = dir.join("merged.db");
             crate::merge::merge(files, &merged, &mut |_| {})?;
@@ -234,10 +245,17 @@ impl Profile {
         let mut guid_to_set = HashMap::new();
         for (k, f) in attach.iter().enumerate() {
             let alias = format!("db{k}");
-            conn.execute(&format!("ATTACH DATABASE ?1 AS {alias}"), [file_uri(f, "mode=ro")]).at(f)?;
+            conn.execute(
+                &format!("ATTACH DATABASE ?1 AS {alias}"),
+                [file_uri(f, "mode=ro")],
+            )
+            .at(f)?;
             for s in check_schema(&conn, &alias, f)? {
                 guid_to_set.insert(crate::identity::guid_from_suffix(&s), sets.len());
-                sets.push(TableSet { schema: alias.clone(), suffix: s });
+                sets.push(TableSet {
+                    schema: alias.clone(),
+                    suffix: s,
+                });
             }
         }
         schema::create_views(&conn, &sets, true, &ViewWindow::default()).at(&attach[0])?;
@@ -278,7 +296,9 @@ impl Profile {
               UNION ALL SELECT MIN(timestamp), MAX(timestamp) FROM strobe_counter_sample)";
         let saved = self.window;
         let r: (Option<i64>, Option<i64>) = if saved == ViewWindow::default() {
-            self.conn.query_row(sql, [], |r| Ok((r.get(0)?, r.get(1)?))).at(&self.path())?
+            self.conn
+                .query_row(sql, [], |r| Ok((r.get(0)?, r.get(1)?)))
+                .at(&self.path())?
         } else {
             // The window restricts the timed views; bounds come from the tables.
             let mut parts = Vec::new();
@@ -291,10 +311,15 @@ impl Profile {
                 ));
             }
             let q = format!("SELECT MIN(s), MAX(e) FROM ({})", parts.join(" UNION ALL "));
-            self.conn.query_row(&q, [], |r| Ok((r.get(0)?, r.get(1)?))).at(&self.path())?
+            self.conn
+                .query_row(&q, [], |r| Ok((r.get(0)?, r.get(1)?)))
+                .at(&self.path())?
         };
         Ok(match r {
-            (Some(start), Some(end)) => Some(RunBounds { start, end: end.max(start) }),
+            (Some(start), Some(end)) => Some(RunBounds {
+                start,
+                end: end.max(start),
+            }),
             _ => None,
         })
     }
@@ -303,19 +328,30 @@ impl Profile {
     /// operations, counters and everything built on them) to rows that
     /// overlap `[start, end]`. Bounds are relative to the run start; `None`
     /// leaves that side open. Returns the absolute window applied.
-    pub fn set_window(&mut self, start: Option<TimeBound>, end: Option<TimeBound>) -> Result<(Option<i64>, Option<i64>)> {
+    pub fn set_window(
+        &mut self,
+        start: Option<TimeBound>,
+        end: Option<TimeBound>,
+    ) -> Result<(Option<i64>, Option<i64>)> {
         let resolve = |b: Option<TimeBound>, bounds: Option<RunBounds>| -> Result<Option<i64>> {
             let Some(b) = b else { return Ok(None) };
             let Some(rb) = bounds else {
-                return Err(DbError::TimeBound(format!("{b:?} (the profile holds no timestamps)")));
+                return Err(DbError::TimeBound(format!(
+                    "{b:?} (the profile holds no timestamps)"
+                )));
             };
             Ok(Some(match b {
                 TimeBound::Ns(n) => rb.start.saturating_add(n),
-                TimeBound::Percent(p) => rb.start + ((rb.end - rb.start) as f64 * p / 100.0).round() as i64,
+                TimeBound::Percent(p) => {
+                    rb.start + ((rb.end - rb.start) as f64 * p / 100.0).round() as i64
+                }
             }))
         };
         let bounds = self.run_bounds()?;
-        let w = ViewWindow { start: resolve(start, bounds)?, end: resolve(end, bounds)? };
+        let w = ViewWindow {
+            start: resolve(start, bounds)?,
+            end: resolve(end, bounds)?,
+        };
         schema::create_views(&self.conn, &self.sets, true, &w).at(&self.path())?;
         self.window = w;
         Ok((w.start, w.end))
@@ -330,7 +366,10 @@ impl Profile {
         on_columns: &mut dyn FnMut(&[String]),
         on_row: &mut dyn FnMut(&[Value]) -> Result<()>,
     ) -> Result<u64> {
-        let qerr = |e: rusqlite::Error| DbError::Query { message: e.to_string(), sql: sql.to_string() };
+        let qerr = |e: rusqlite::Error| DbError::Query {
+            message: e.to_string(),
+            sql: sql.to_string(),
+        };
         let mut st = self.conn.prepare(sql).map_err(qerr)?;
         let cols: Vec<String> = st.column_names().iter().map(|s| s.to_string()).collect();
         on_columns(&cols);
@@ -416,7 +455,10 @@ impl Profile {
         while let Some(cs) = cur {
             guard += 1;
             if guard > 100_000 {
-                return Err(DbError::Corrupt { path, detail: format!("call site {cs} of {guid} forms a cycle") });
+                return Err(DbError::Corrupt {
+                    path,
+                    detail: format!("call site {cs} of {guid} forms a cycle"),
+                });
             }
             let (parent, frame) = match cache.callsites.get(&(set, cs)) {
                 Some(v) => *v,
@@ -442,7 +484,11 @@ impl Profile {
                         .and_then(|mut st| st.query_row([frame], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))))
                         .map_err(|e| classify(e, &path))?;
                     let module = raw.0.map(|m| {
-                        cache.modules.entry(m.clone()).or_insert_with(|| Arc::from(m.as_str())).clone()
+                        cache
+                            .modules
+                            .entry(m.clone())
+                            .or_insert_with(|| Arc::from(m.as_str()))
+                            .clone()
                     });
                     let f = ResolvedFrame {
                         module,

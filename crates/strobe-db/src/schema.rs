@@ -278,8 +278,17 @@ pub fn create_views(
                 .map(|t| {
                     // Persistent views must not name a schema: the file may
                     // later be attached under another name.
-                    let schema = if temp { format!("\"{}\".", t.schema) } else { String::new() };
-                    format!("SELECT * FROM {schema}\"{}{}\"{}", table, t.suffix, window_clause(table, window))
+                    let schema = if temp {
+                        format!("\"{}\".", t.schema)
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "SELECT * FROM {schema}\"{}{}\"{}",
+                        table,
+                        t.suffix,
+                        window_clause(table, window)
+                    )
                 })
                 .collect::<Vec<_>>()
                 .join(" UNION ALL ")

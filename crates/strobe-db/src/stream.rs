@@ -29,14 +29,23 @@ impl<'c, T> RowStream<'c, T> {
         map: fn(&Row<'_>) -> rusqlite::Result<T>,
         path: PathBuf,
     ) -> Result<RowStream<'c, T>> {
-        let stmt = conn.prepare(sql).map_err(|e| DbError::Query { message: e.to_string(), sql: sql.to_string() })?;
+        let stmt = conn.prepare(sql).map_err(|e| DbError::Query {
+            message: e.to_string(),
+            sql: sql.to_string(),
+        })?;
         let stmt: *mut Statement<'c> = Box::into_raw(Box::new(stmt));
         // SAFETY: `stmt` points to a heap allocation owned by this stream;
         // it is neither moved nor freed until `drop`, which drops `rows`
         // (the only borrower) first. The connection outlives 'c.
         let rows = unsafe { &mut *stmt }.query(params);
         match rows {
-            Ok(rows) => Ok(RowStream { rows: Some(rows), stmt, map, path, done: false }),
+            Ok(rows) => Ok(RowStream {
+                rows: Some(rows),
+                stmt,
+                map,
+                path,
+                done: false,
+            }),
             Err(e) => {
                 // SAFETY: nothing borrows the statement any more; it came
                 // from Box::into_raw above and is freed exactly once here.

@@ -110,7 +110,13 @@ pub fn region_summary(p: &Profile, by_process: bool) -> Result<Vec<StatRow>> {
 
 /// Duration statistics over any view with a name and a duration column.
 /// `view`, `name_col` and `dur_col` are SQL identifiers chosen by the caller.
-pub fn duration_summary(p: &Profile, view: &str, name_col: &str, dur_col: &str, by_process: bool) -> Result<Vec<StatRow>> {
+pub fn duration_summary(
+    p: &Profile,
+    view: &str,
+    name_col: &str,
+    dur_col: &str,
+    by_process: bool,
+) -> Result<Vec<StatRow>> {
     let conn = p.connection();
     let path = p.files().first().cloned().unwrap_or_default();
     let g = if by_process { "guid" } else { "NULL" };
@@ -124,7 +130,10 @@ pub fn duration_summary(p: &Profile, view: &str, name_col: &str, dur_col: &str, 
             .at(&path)?;
         let mut rows = st.query([]).at(&path)?;
         while let Some(r) = rows.next().at(&path)? {
-            let key: GroupKey = (r.get(0).at(&path)?, r.get::<_, Option<String>>(2).at(&path)?.unwrap_or_default());
+            let key: GroupKey = (
+                r.get(0).at(&path)?,
+                r.get::<_, Option<String>>(2).at(&path)?.unwrap_or_default(),
+            );
             let n: i64 = r.get(3).at(&path)?;
             let total: i64 = r.get(4).at(&path)?;
             accs.insert(
@@ -143,17 +152,24 @@ pub fn duration_summary(p: &Profile, view: &str, name_col: &str, dur_col: &str, 
     }
     {
         let mut st = conn
-            .prepare(&format!("SELECT {g}, {name_col}, {dur_col} FROM {view} ORDER BY 1, 2, 3"))
+            .prepare(&format!(
+                "SELECT {g}, {name_col}, {dur_col} FROM {view} ORDER BY 1, 2, 3"
+            ))
             .at(&path)?;
         let mut rows = st.query([]).at(&path)?;
         let mut cur: Option<GroupKey> = None;
         while let Some(r) = rows.next().at(&path)? {
-            let key: GroupKey = (r.get(0).at(&path)?, r.get::<_, Option<String>>(1).at(&path)?.unwrap_or_default());
+            let key: GroupKey = (
+                r.get(0).at(&path)?,
+                r.get::<_, Option<String>>(1).at(&path)?.unwrap_or_default(),
+            );
             let d: i64 = r.get(2).at(&path)?;
             if cur.as_ref() != Some(&key) {
                 cur = Some(key.clone());
             }
-            let Some(a) = accs.get_mut(cur.as_ref().expect("set above")) else { continue };
+            let Some(a) = accs.get_mut(cur.as_ref().expect("set above")) else {
+                continue;
+            };
             let k = a.idx;
             if k == (a.n - 1) / 2 {
                 a.med_lo = d as f64;
@@ -176,14 +192,22 @@ pub fn duration_summary(p: &Profile, view: &str, name_col: &str, dur_col: &str, 
             let gt = group_total.get(&guid).copied().unwrap_or(0);
             StatRow {
                 pid: a.pid,
-                time_pct: if gt > 0 { a.total as f64 * 100.0 / gt as f64 } else { 0.0 },
+                time_pct: if gt > 0 {
+                    a.total as f64 * 100.0 / gt as f64
+                } else {
+                    0.0
+                },
                 total_ns: a.total,
                 instances: a.n,
                 avg_ns: a.mean,
                 med_ns: (a.med_lo + a.med_hi) / 2.0,
                 min_ns: a.min,
                 max_ns: a.max,
-                stddev_ns: if a.n > 1 { (a.sq / (a.n - 1) as f64).sqrt() } else { 0.0 },
+                stddev_ns: if a.n > 1 {
+                    (a.sq / (a.n - 1) as f64).sqrt()
+                } else {
+                    0.0
+                },
                 guid,
                 name,
             }
@@ -224,7 +248,9 @@ pub fn function_summary(p: &Profile, by_process: bool) -> Result<Vec<FunctionRow
             Some(s) => p.resolve_stack(&guid, s)?,
             None => Vec::new(),
         };
-        let leaf = frames.first().map_or_else(|| "[no stack]".to_string(), |f| f.display_name());
+        let leaf = frames
+            .first()
+            .map_or_else(|| "[no stack]".to_string(), |f| f.display_name());
         *selfc.entry((gk.clone(), leaf.clone())).or_default() += n;
         names.clear();
         if frames.is_empty() {
@@ -240,7 +266,10 @@ pub fn function_summary(p: &Profile, by_process: bool) -> Result<Vec<FunctionRow
     let mut out: Vec<FunctionRow> = incl
         .into_iter()
         .map(|((guid, name), total)| {
-            let s = selfc.get(&(guid.clone(), name.clone())).copied().unwrap_or(0);
+            let s = selfc
+                .get(&(guid.clone(), name.clone()))
+                .copied()
+                .unwrap_or(0);
             let all = totals.get(&guid).copied().unwrap_or(0).max(1) as f64;
             FunctionRow {
                 pid: guid.as_ref().and_then(|g| pids.get(g).copied()),
@@ -271,7 +300,9 @@ pub fn thread_summary(p: &Profile, by_process: bool) -> Result<Vec<ThreadRow>> {
     let path = p.files().first().cloned().unwrap_or_default();
     let mut rows: HashMap<(String, i64), ThreadRow> = HashMap::new();
     {
-        let mut st = conn.prepare("SELECT guid, pid, tid, name, start, \"end\" FROM threads").at(&path)?;
+        let mut st = conn
+            .prepare("SELECT guid, pid, tid, name, start, \"end\" FROM threads")
+            .at(&path)?;
         let mut q = st.query([]).at(&path)?;
         while let Some(r) = q.next().at(&path)? {
             let guid: String = r.get(0).at(&path)?;
@@ -294,10 +325,15 @@ pub fn thread_summary(p: &Profile, by_process: bool) -> Result<Vec<ThreadRow>> {
         }
     }
     {
-        let mut st = conn.prepare("SELECT guid, tid, COUNT(*) FROM samples GROUP BY guid, tid").at(&path)?;
+        let mut st = conn
+            .prepare("SELECT guid, tid, COUNT(*) FROM samples GROUP BY guid, tid")
+            .at(&path)?;
         let mut q = st.query([]).at(&path)?;
         while let Some(r) = q.next().at(&path)? {
-            let key = (r.get::<_, String>(0).at(&path)?, r.get::<_, i64>(1).at(&path)?);
+            let key = (
+                r.get::<_, String>(0).at(&path)?,
+                r.get::<_, i64>(1).at(&path)?,
+            );
             if let Some(t) = rows.get_mut(&key) {
                 t.samples = r.get::<_, i64>(2).at(&path)? as u64;
             }
@@ -309,7 +345,10 @@ pub fn thread_summary(p: &Profile, by_process: bool) -> Result<Vec<ThreadRow>> {
             .at(&path)?;
         let mut q = st.query([]).at(&path)?;
         while let Some(r) = q.next().at(&path)? {
-            let key = (r.get::<_, String>(0).at(&path)?, r.get::<_, i64>(1).at(&path)?);
+            let key = (
+                r.get::<_, String>(0).at(&path)?,
+                r.get::<_, i64>(1).at(&path)?,
+            );
             if let Some(t) = rows.get_mut(&key) {
                 t.regions = r.get::<_, i64>(2).at(&path)? as u64;
                 t.region_total_ns = r.get(3).at(&path)?;
@@ -318,12 +357,21 @@ pub fn thread_summary(p: &Profile, by_process: bool) -> Result<Vec<ThreadRow>> {
     }
     let mut totals: HashMap<Option<String>, u64> = HashMap::new();
     for t in rows.values() {
-        *totals.entry(by_process.then(|| t.guid.clone())).or_default() += t.samples;
+        *totals
+            .entry(by_process.then(|| t.guid.clone()))
+            .or_default() += t.samples;
     }
     let mut out: Vec<ThreadRow> = rows.into_values().collect();
     for t in &mut out {
-        let all = totals.get(&by_process.then(|| t.guid.clone())).copied().unwrap_or(0);
-        t.sample_pct = if all > 0 { t.samples as f64 * 100.0 / all as f64 } else { 0.0 };
+        let all = totals
+            .get(&by_process.then(|| t.guid.clone()))
+            .copied()
+            .unwrap_or(0);
+        t.sample_pct = if all > 0 {
+            t.samples as f64 * 100.0 / all as f64
+        } else {
+            0.0
+        };
     }
     out.sort_by(|a, b| {
         let ga = by_process.then_some(&a.guid);

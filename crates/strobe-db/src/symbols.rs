@@ -32,7 +32,11 @@ pub struct UnsymbolizedFrame {
     pub rel_pc: u64,
 }
 
-pub(crate) fn update_frames(conn: &Connection, suffix: &str, symbols: &[FrameSymbols<'_>]) -> rusqlite::Result<()> {
+pub(crate) fn update_frames(
+    conn: &Connection,
+    suffix: &str,
+    symbols: &[FrameSymbols<'_>],
+) -> rusqlite::Result<()> {
     let mut st = conn.prepare_cached(&format!(
         "UPDATE \"strobe_frame{suffix}\" SET function = ?2, file = ?3, line = ?4 WHERE id = ?1"
     ))?;

@@ -284,7 +284,11 @@ impl Writer {
     /// tables with the process's uuid suffix, the unsuffixed and standard
     /// views, metadata, the node and process rows. Fails if `path` exists
     /// (a profile is never overwritten).
-    pub fn create(path: impl AsRef<Path>, process: &ProcessInfo, opts: WriterOptions) -> Result<Writer> {
+    pub fn create(
+        path: impl AsRef<Path>,
+        process: &ProcessInfo,
+        opts: WriterOptions,
+    ) -> Result<Writer> {
         let path = path.as_ref().to_path_buf();
         if path.exists() {
             return Err(DbError::Io {
@@ -296,7 +300,12 @@ impl Writer {
             });
         }
         let node = opts.node.clone().unwrap_or_else(NodeInfo::detect);
-        let uuid = ProcessUuid::new(&node.machine_id, process.pid, process.ppid, process.start_unix_ns);
+        let uuid = ProcessUuid::new(
+            &node.machine_id,
+            process.pid,
+            process.ppid,
+            process.start_unix_ns,
+        );
         let suffix = uuid.suffix();
         let guid = uuid.guid();
         let conn = Connection::open(&path).at(&path)?;
@@ -310,7 +319,10 @@ impl Writer {
         schema::create_tables(&conn, &suffix, &guid).at(&path)?;
         schema::create_views(
             &conn,
-            &[TableSet { schema: "main".into(), suffix: suffix.clone() }],
+            &[TableSet {
+                schema: "main".into(),
+                suffix: suffix.clone(),
+            }],
             false,
             &ViewWindow::default(),
         )
@@ -319,9 +331,26 @@ impl Writer {
         // AUTOINCREMENT looks its table up in sqlite_sequence by scanning
         // from the first row on every insert: seed the rows so the hottest
         // tables come first.
-        let hot = ["rocpd_event", "rocpd_sample", "rocpd_region", "rocpd_arg", "strobe_counter_sample", "strobe_callsite", "strobe_frame", "rocpd_string"];
-        for t in hot.iter().copied().chain(schema::all_tables().filter(|t| !hot.contains(t) && *t != "rocpd_metadata")) {
-            conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (?1, 0)", [format!("{t}{s}")]).at(&path)?;
+        let hot = [
+            "rocpd_event",
+            "rocpd_sample",
+            "rocpd_region",
+            "rocpd_arg",
+            "strobe_counter_sample",
+            "strobe_callsite",
+            "strobe_frame",
+            "rocpd_string",
+        ];
+        for t in hot
+            .iter()
+            .copied()
+            .chain(schema::all_tables().filter(|t| !hot.contains(t) && *t != "rocpd_metadata"))
+        {
+            conn.execute(
+                "INSERT INTO sqlite_sequence (name, seq) VALUES (?1, 0)",
+                [format!("{t}{s}")],
+            )
+            .at(&path)?;
         }
         conn.execute(
             &format!("INSERT INTO \"rocpd_info_node{s}\" (hash, machine_id, system_name, hostname, release, version, hardware_name, domain_name) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
@@ -342,9 +371,12 @@ impl Writer {
         let proc_row = conn.last_insert_rowid();
         {
             let mut st = conn
-                .prepare(&format!("INSERT INTO \"strobe_settings{s}\" (name, value) VALUES (?1, ?2)"))
+                .prepare(&format!(
+                    "INSERT INTO \"strobe_settings{s}\" (name, value) VALUES (?1, ?2)"
+                ))
                 .at(&path)?;
-            st.execute(params!["strobe_version", env!("CARGO_PKG_VERSION")]).at(&path)?;
+            st.execute(params!["strobe_version", env!("CARGO_PKG_VERSION")])
+                .at(&path)?;
             for (k, v) in &opts.settings {
                 st.execute(params![k, v]).at(&path)?;
             }
@@ -416,7 +448,8 @@ impl Writer {
         self.rows_in_tx += rows;
         self.totals.rows += rows as u64;
         if self.rows_in_tx >= self.opts.batch_rows
-            || (self.rows_in_tx % 1024 < rows && self.last_commit.elapsed() >= self.opts.flush_interval)
+            || (self.rows_in_tx % 1024 < rows
+                && self.last_commit.elapsed() >= self.opts.flush_interval)
         {
             self.flush()?;
         }
@@ -471,7 +504,14 @@ impl Writer {
         {
             let st = &mut self.stmts.thread;
             {
-                st.execute(params![self.nid, self.ppid, self.proc_row, t.tid, t.name, t.start_ns.map(i)])
+                st.execute(params![
+                    self.nid,
+                    self.ppid,
+                    self.proc_row,
+                    t.tid,
+                    t.name,
+                    t.start_ns.map(i)
+                ])
             }
         }
         .at(&self.path)?;
@@ -498,7 +538,12 @@ impl Writer {
         self.begin_row()?;
         {
             let st = &mut self.stmts.track;
-            st.execute(params![self.nid, self.proc_row, thread.map(|t| t.0), name.0])
+            st.execute(params![
+                self.nid,
+                self.proc_row,
+                thread.map(|t| t.0),
+                name.0
+            ])
         }
         .at(&self.path)?;
         let id = self.conn.last_insert_rowid();
@@ -518,14 +563,19 @@ impl Writer {
         self.begin_row()?;
         {
             let st = &mut self.stmts.event;
-            st.execute(params![category.map(|c| c.0), stack.map(|c| c.0), correlation_id.map(i)])
+            st.execute(params![
+                category.map(|c| c.0),
+                stack.map(|c| c.0),
+                correlation_id.map(i)
+            ])
         }
         .at(&self.path)?;
         let id = self.conn.last_insert_rowid();
         if !args.is_empty() {
             let st = &mut self.stmts.arg;
             for (pos, a) in args.iter().enumerate() {
-                st.execute(params![id, pos as i64, a.ty, a.name, a.value]).at(&self.path)?;
+                st.execute(params![id, pos as i64, a.ty, a.name, a.value])
+                    .at(&self.path)?;
             }
         }
         self.end_row(1 + args.len())?;
@@ -539,7 +589,15 @@ impl Writer {
         {
             let st = &mut self.stmts.region;
             {
-                st.execute(params![self.nid, self.proc_row, r.thread.0, i(r.start_ns), i(r.end_ns.max(r.start_ns)), r.name.0, ev.0])
+                st.execute(params![
+                    self.nid,
+                    self.proc_row,
+                    r.thread.0,
+                    i(r.start_ns),
+                    i(r.end_ns.max(r.start_ns)),
+                    r.name.0,
+                    ev.0
+                ])
             }
         }
         .at(&self.path)?;
@@ -554,7 +612,15 @@ impl Writer {
         {
             let st = &mut self.stmts.module;
             {
-                st.execute(params![self.proc_row, m.path, m.build_id, i(m.load_address), i(m.size), i(m.file_offset), m.load_ns.map(i)])
+                st.execute(params![
+                    self.proc_row,
+                    m.path,
+                    m.build_id,
+                    i(m.load_address),
+                    i(m.size),
+                    i(m.file_offset),
+                    m.load_ns.map(i)
+                ])
             }
         }
         .at(&self.path)?;
@@ -597,12 +663,16 @@ impl Writer {
                 None => {
                     self.begin_row()?;
                     {
-            let st = &mut self.stmts.callsite;
-            {
-                            st.execute(params![(parent != 0).then_some(parent), frame, depth as i64])
+                        let st = &mut self.stmts.callsite;
+                        {
+                            st.execute(params![
+                                (parent != 0).then_some(parent),
+                                frame,
+                                depth as i64
+                            ])
                         }
-        }
-        .at(&self.path)?;
+                    }
+                    .at(&self.path)?;
                     let id = self.conn.last_insert_rowid();
                     self.caches.add_callsite(parent, frame, id);
                     self.end_row(1)?;
@@ -618,7 +688,12 @@ impl Writer {
     /// sample track from [`Writer::add_track`]) at `timestamp_ns`. Writes an
     /// event (category `sample`, `stack_id` = the interned call site) and a
     /// `rocpd_sample` row.
-    pub fn append_sample(&mut self, track: TrackId, timestamp_ns: u64, frames: &[StackFrame]) -> Result<EventId> {
+    pub fn append_sample(
+        &mut self,
+        track: TrackId,
+        timestamp_ns: u64,
+        frames: &[StackFrame],
+    ) -> Result<EventId> {
         let cat = match self.sample_category {
             Some(c) => c,
             None => {
@@ -667,11 +742,22 @@ impl Writer {
 
     /// Appends one point of a counter's time series (`strobe_counter_sample`),
     /// optionally placed on a track (per-thread counters).
-    pub fn append_counter_sample(&mut self, counter: CounterId, track: Option<TrackId>, timestamp_ns: u64, value: f64) -> Result<()> {
+    pub fn append_counter_sample(
+        &mut self,
+        counter: CounterId,
+        track: Option<TrackId>,
+        timestamp_ns: u64,
+        value: f64,
+    ) -> Result<()> {
         self.begin_row()?;
         {
             let st = &mut self.stmts.counter;
-            st.execute(params![counter.0, track.map(|t| t.0), i(timestamp_ns), value])
+            st.execute(params![
+                counter.0,
+                track.map(|t| t.0),
+                i(timestamp_ns),
+                value
+            ])
         }
         .at(&self.path)?;
         self.totals.counter_samples += 1;
@@ -682,7 +768,13 @@ impl Writer {
     pub fn add_setting(&mut self, name: &str, value: &str) -> Result<()> {
         self.begin_row()?;
         self.conn
-            .execute(&format!("INSERT INTO \"strobe_settings{}\" (name, value) VALUES (?1, ?2)", self.suffix), params![name, value])
+            .execute(
+                &format!(
+                    "INSERT INTO \"strobe_settings{}\" (name, value) VALUES (?1, ?2)",
+                    self.suffix
+                ),
+                params![name, value],
+            )
             .at(&self.path)?;
         self.end_row(1)
     }

@@ -42,7 +42,11 @@ fn merge_25_inputs_keeps_every_process() {
     assert_eq!(suffixed, 25);
     // Unsuffixed views UNION ALL every process; identity kept per process.
     let (n, pids, guids): (i64, i64, i64) = conn
-        .query_row("SELECT COUNT(*), COUNT(DISTINCT pid), COUNT(DISTINCT guid) FROM regions", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .query_row(
+            "SELECT COUNT(*), COUNT(DISTINCT pid), COUNT(DISTINCT guid) FROM regions",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
         .unwrap();
     assert_eq!((n, pids, guids), (125, 25, 25));
     let per: Vec<(i64, i64)> = conn
@@ -56,7 +60,11 @@ fn merge_25_inputs_keeps_every_process() {
     assert!(per.iter().all(|(_, c)| *c == 6));
     // Indexes exist after a merge.
     let idx: i64 = conn
-        .query_row("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_region%'", [], |r| r.get(0))
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_region%'",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(idx, 50);
     drop(conn);

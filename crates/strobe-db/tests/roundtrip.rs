@@ -17,9 +17,19 @@ fn regions_samples_counters_threads_round_trip() {
     let regions: Vec<_> = p.regions().unwrap().map(Result::unwrap).collect();
     assert_eq!(regions.len(), 5);
     let starts: Vec<i64> = regions.iter().map(|r| r.start).collect();
-    assert!(starts.windows(2).all(|w| w[0] <= w[1]), "time ordered: {starts:?}");
+    assert!(
+        starts.windows(2).all(|w| w[0] <= w[1]),
+        "time ordered: {starts:?}"
+    );
     assert_eq!(regions[0].name, "compute");
-    assert_eq!((regions[0].pid, regions[0].tid, regions[0].end - regions[0].start), (300, 300, 10));
+    assert_eq!(
+        (
+            regions[0].pid,
+            regions[0].tid,
+            regions[0].end - regions[0].start
+        ),
+        (300, 300, 10)
+    );
     assert_eq!(regions[1].name, "io");
     assert_eq!(regions[1].tid, 301);
     assert_eq!(regions[1].category.as_deref(), Some("user"));
@@ -29,13 +39,19 @@ fn regions_samples_counters_threads_round_trip() {
     assert!(samples.windows(2).all(|w| w[0].timestamp <= w[1].timestamp));
     let pcs: Vec<u64> = samples[0].frames.iter().map(|f| f.rel_pc).collect();
     assert_eq!(pcs, vec![0x30, 0x20, 0x10], "leaf first");
-    assert_eq!(samples[0].frames[0].module.as_deref(), Some("/usr/bin/prog"));
+    assert_eq!(
+        samples[0].frames[0].module.as_deref(),
+        Some("/usr/bin/prog")
+    );
     assert_eq!(samples[0].frames[0].display_name(), "prog+0x30");
     assert_eq!(samples[2].tid, 301);
     assert_eq!(samples[5].frames.len(), 1);
 
     let counters: Vec<_> = p.counters().unwrap().map(Result::unwrap).collect();
-    assert_eq!(counters.iter().map(|c| c.value).collect::<Vec<_>>(), vec![0.0, 1000.0, 2000.0]);
+    assert_eq!(
+        counters.iter().map(|c| c.value).collect::<Vec<_>>(),
+        vec![0.0, 1000.0, 2000.0]
+    );
     assert_eq!(counters[0].tid, Some(300));
     assert_eq!(counters[0].units.as_deref(), Some("ns"));
 
@@ -52,15 +68,28 @@ fn symbolization_updates_frames_after_the_run() {
     common::write_small(&path, 400);
     let frames = strobe_db::symbols::unsymbolized_frames(&path).unwrap();
     assert_eq!(frames.len(), 4);
-    assert!(frames.iter().all(|f| f.module_path.as_deref() == Some("/usr/bin/prog") && f.build_id.as_deref() == Some("abcd")));
+    assert!(frames
+        .iter()
+        .all(|f| f.module_path.as_deref() == Some("/usr/bin/prog")
+            && f.build_id.as_deref() == Some("abcd")));
     let leaf = frames.iter().find(|f| f.rel_pc == 0x30).unwrap();
     strobe_db::symbols::set_frame_symbols(
         &path,
         &leaf.suffix,
-        &[FrameSymbols { frame: leaf.frame, function: Some("leaf_a"), file: Some("a.c"), line: Some(12) }],
+        &[FrameSymbols {
+            frame: leaf.frame,
+            function: Some("leaf_a"),
+            file: Some("a.c"),
+            line: Some(12),
+        }],
     )
     .unwrap();
-    assert_eq!(strobe_db::symbols::unsymbolized_frames(&path).unwrap().len(), 3);
+    assert_eq!(
+        strobe_db::symbols::unsymbolized_frames(&path)
+            .unwrap()
+            .len(),
+        3
+    );
     let p = Profile::open(&[path.to_str().unwrap()]).unwrap();
     let s = p.samples().unwrap().next().unwrap().unwrap();
     assert_eq!(s.frames[0].display_name(), "leaf_a");
@@ -71,19 +100,43 @@ fn symbolization_updates_frames_after_the_run() {
 fn memory_structure_is_bounded_by_distinct_values_and_batch() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("big.db");
-    let opts = WriterOptions { batch_rows: 500, flush_interval: Duration::from_secs(3600), ..common::opts() };
+    let opts = WriterOptions {
+        batch_rows: 500,
+        flush_interval: Duration::from_secs(3600),
+        ..common::opts()
+    };
     let mut w = Writer::create(&path, &common::process(7), opts).unwrap();
-    let t = w.add_thread(&ThreadInfo { tid: 7, name: None, start_ns: Some(0) }).unwrap();
+    let t = w
+        .add_thread(&ThreadInfo {
+            tid: 7,
+            name: None,
+            start_ns: Some(0),
+        })
+        .unwrap();
     let track = w.add_track(Some(t), "cpu").unwrap();
-    let m = w.add_module(&strobe_db::ModuleInfo { path: "/lib/x.so", size: 4096, ..Default::default() }).unwrap();
+    let m = w
+        .add_module(&strobe_db::ModuleInfo {
+            path: "/lib/x.so",
+            size: 4096,
+            ..Default::default()
+        })
+        .unwrap();
     let stacks: Vec<Vec<StackFrame>> = (0..8u64)
-        .map(|k| (0..=k).map(|d| StackFrame { module: Some(m), rel_pc: 0x100 + d * 16 + (k % 2) }).collect())
+        .map(|k| {
+            (0..=k)
+                .map(|d| StackFrame {
+                    module: Some(m),
+                    rel_pc: 0x100 + d * 16 + (k % 2),
+                })
+                .collect()
+        })
         .collect();
     let mut sizes = Vec::new();
     let mut max_pending = 0;
     for round in 0..4u64 {
         for k in 0..5_000u64 {
-            w.append_sample(track, round * 10_000 + k, &stacks[(k % 8) as usize]).unwrap();
+            w.append_sample(track, round * 10_000 + k, &stacks[(k % 8) as usize])
+                .unwrap();
             max_pending = max_pending.max(w.pending_rows());
         }
         sizes.push(w.cache_sizes());
@@ -104,12 +157,31 @@ fn memory_structure_is_bounded_by_distinct_values_and_batch() {
 fn flushed_rows_are_visible_to_another_connection_while_writing() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("live.db");
-    let opts = WriterOptions { flush_interval: Duration::from_millis(0), ..common::opts() };
+    let opts = WriterOptions {
+        flush_interval: Duration::from_millis(0),
+        ..common::opts()
+    };
     let mut w = Writer::create(&path, &common::process(8), opts).unwrap();
-    let t = w.add_thread(&ThreadInfo { tid: 8, name: None, start_ns: None }).unwrap();
+    let t = w
+        .add_thread(&ThreadInfo {
+            tid: 8,
+            name: None,
+            start_ns: None,
+        })
+        .unwrap();
     let name = w.intern_string("r").unwrap();
     for k in 0..10u64 {
-        w.append_region(&strobe_db::Region { thread: t, start_ns: k, end_ns: k + 1, name, category: None, stack: None, correlation_id: None, args: &[] }).unwrap();
+        w.append_region(&strobe_db::Region {
+            thread: t,
+            start_ns: k,
+            end_ns: k + 1,
+            name,
+            category: None,
+            stack: None,
+            correlation_id: None,
+            args: &[],
+        })
+        .unwrap();
     }
     w.flush().unwrap();
     let p = Profile::open(&[path.to_str().unwrap()]).unwrap();

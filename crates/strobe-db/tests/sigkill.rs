@@ -22,16 +22,35 @@ fn child_writer() {
     let Ok(path) = std::env::var(ENV) else {
         panic!("{ENV} not set: this test is the child of sigkill_mid_run_keeps_flushed_rows");
     };
-    let opts = WriterOptions { batch_rows: 1_000_000, flush_interval: Duration::from_millis(50), ..common::opts() };
+    let opts = WriterOptions {
+        batch_rows: 1_000_000,
+        flush_interval: Duration::from_millis(50),
+        ..common::opts()
+    };
     let mut w = Writer::create(&path, &common::process(std::process::id()), opts).unwrap();
-    let t = w.add_thread(&ThreadInfo { tid: 1, name: Some("main"), start_ns: Some(0) }).unwrap();
+    let t = w
+        .add_thread(&ThreadInfo {
+            tid: 1,
+            name: Some("main"),
+            start_ns: Some(0),
+        })
+        .unwrap();
     let name = w.intern_string("step").unwrap();
     let out = std::io::stdout();
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let mut k = 0u64;
     while std::time::Instant::now() < deadline {
-        w.append_region(&Region { thread: t, start_ns: k * 10, end_ns: k * 10 + 5, name, category: None, stack: None, correlation_id: None, args: &[] })
-            .unwrap();
+        w.append_region(&Region {
+            thread: t,
+            start_ns: k * 10,
+            end_ns: k * 10 + 5,
+            name,
+            category: None,
+            stack: None,
+            correlation_id: None,
+            args: &[],
+        })
+        .unwrap();
         k += 1;
         if w.maybe_flush().unwrap() {
             let mut o = out.lock();
@@ -50,7 +69,13 @@ fn sigkill_mid_run_keeps_flushed_rows() {
     let path = dir.path().join("killed.db");
     let exe = std::env::current_exe().unwrap();
     let mut child = Command::new(exe)
-        .args(["--ignored", "--exact", "child_writer", "--nocapture", "--test-threads=1"])
+        .args([
+            "--ignored",
+            "--exact",
+            "child_writer",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(ENV, &path)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -81,12 +106,24 @@ fn sigkill_mid_run_keeps_flushed_rows() {
 
     let p = Profile::open(&[path.to_str().unwrap()]).unwrap();
     let regions: Vec<_> = p.regions().unwrap().map(Result::unwrap).collect();
-    assert!(regions.len() as u64 >= last, "{} rows, {} were flushed", regions.len(), last);
+    assert!(
+        regions.len() as u64 >= last,
+        "{} rows, {} were flushed",
+        regions.len(),
+        last
+    );
     for (k, r) in regions.iter().enumerate() {
-        assert_eq!(r.start, k as i64 * 10, "rows are the first ones written, none missing");
+        assert_eq!(
+            r.start,
+            k as i64 * 10,
+            "rows are the first ones written, none missing"
+        );
         assert_eq!(r.name, "step");
     }
     // The process never finished: no end time.
-    let end: Option<i64> = p.connection().query_row("SELECT \"end\" FROM processes", [], |r| r.get(0)).unwrap();
+    let end: Option<i64> = p
+        .connection()
+        .query_row("SELECT \"end\" FROM processes", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(end, None);
 }

@@ -32,7 +32,10 @@ pub fn process(pid: u32) -> ProcessInfo {
 }
 
 pub fn opts() -> WriterOptions {
-    WriterOptions { node: Some(node()), ..WriterOptions::default() }
+    WriterOptions {
+        node: Some(node()),
+        ..WriterOptions::default()
+    }
 }
 
 /// A small profile: 2 threads, regions "compute" (10, 20, 30, 40 ns on
@@ -40,8 +43,20 @@ pub fn opts() -> WriterOptions {
 /// main→work→leaf_a (3), main→work→leaf_b (2), main (1).
 pub fn write_small(path: &Path, pid: u32) -> (u64, u64) {
     let mut w = Writer::create(path, &process(pid), opts()).unwrap();
-    let t1 = w.add_thread(&ThreadInfo { tid: pid, name: Some("main"), start_ns: Some(1_000) }).unwrap();
-    let t2 = w.add_thread(&ThreadInfo { tid: pid + 1, name: Some("worker"), start_ns: Some(1_500) }).unwrap();
+    let t1 = w
+        .add_thread(&ThreadInfo {
+            tid: pid,
+            name: Some("main"),
+            start_ns: Some(1_000),
+        })
+        .unwrap();
+    let t2 = w
+        .add_thread(&ThreadInfo {
+            tid: pid + 1,
+            name: Some("worker"),
+            start_ns: Some(1_500),
+        })
+        .unwrap();
     let compute = w.intern_string("compute").unwrap();
     let io = w.intern_string("io").unwrap();
     let user = w.intern_string("user").unwrap();
@@ -55,7 +70,11 @@ pub fn write_small(path: &Path, pid: u32) -> (u64, u64) {
             category: Some(user),
             stack: None,
             correlation_id: None,
-            args: &[Arg { name: "n", ty: "int", value: "7" }],
+            args: &[Arg {
+                name: "n",
+                ty: "int",
+                value: "7",
+            }],
         })
         .unwrap();
         t += 100;
@@ -72,9 +91,19 @@ pub fn write_small(path: &Path, pid: u32) -> (u64, u64) {
     })
     .unwrap();
     let m = w
-        .add_module(&strobe_db::ModuleInfo { path: "/usr/bin/prog", build_id: Some("abcd"), load_address: 0x400000, size: 0x1000, file_offset: 0, load_ns: Some(1_000) })
+        .add_module(&strobe_db::ModuleInfo {
+            path: "/usr/bin/prog",
+            build_id: Some("abcd"),
+            load_address: 0x400000,
+            size: 0x1000,
+            file_offset: 0,
+            load_ns: Some(1_000),
+        })
         .unwrap();
-    let f = |pc| StackFrame { module: Some(m), rel_pc: pc };
+    let f = |pc| StackFrame {
+        module: Some(m),
+        rel_pc: pc,
+    };
     let main = f(0x10);
     let work = f(0x20);
     let leaf_a = f(0x30);
@@ -93,10 +122,16 @@ pub fn write_small(path: &Path, pid: u32) -> (u64, u64) {
         w.append_sample(*tr, 2_000 + 10 * k as u64, s).unwrap();
     }
     let c = w
-        .add_counter(&strobe_db::CounterInfo { name: "task-clock", units: Some("ns"), accumulating: true, ..Default::default() })
+        .add_counter(&strobe_db::CounterInfo {
+            name: "task-clock",
+            units: Some("ns"),
+            accumulating: true,
+            ..Default::default()
+        })
         .unwrap();
     for k in 0..3u64 {
-        w.append_counter_sample(c, Some(track1), 2_000 + k * 50, (k * 1000) as f64).unwrap();
+        w.append_counter_sample(c, Some(track1), 2_000 + k * 50, (k * 1000) as f64)
+            .unwrap();
     }
     w.finish(3_000).unwrap();
     (2_000, 3_000)
