@@ -31,7 +31,7 @@ pub use reader::{
 };
 pub use rusqlite::types::Value;
 pub use writer::{
-    Arg, CallSiteId, CounterId, CounterInfo, EventId, FrameId, FrameSymbols, ModuleId, ModuleInfo,
-    Region, StackFrame, StringId, ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions,
-    WriterTotals,
+    AgentId, AgentInfo, AgentKind, AllocOp, Arg, CallSiteId, CounterId, CounterInfo, EventId,
+    FrameId, FrameSymbols, MemLevel, MemoryOp, ModuleId, ModuleInfo, Region, StackFrame, StringId,
+    ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions, WriterTotals,
 };

@@ -45,6 +45,89 @@ pub struct CallSiteId(pub i64);
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CounterId(pub i64);
 
+/// Row id of an agent (`rocpd_info_agent.id`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AgentId(pub i64);
+
+/// Kind of agent (`rocpd_info_agent.type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentKind {
+    /// A CPU (socket or the whole host).
+    Cpu,
+    /// A GPU.
+    Gpu,
+}
+
+/// Description of a compute agent (`rocpd_info_agent`).
+#[derive(Debug, Clone)]
+pub struct AgentInfo<'a> {
+    /// CPU or GPU.
+    pub kind: AgentKind,
+    /// Index among all agents.
+    pub absolute_index: u32,
+    /// Index as the runtime numbers them.
+    pub logical_index: u32,
+    /// Index among agents of the same kind.
+    pub type_index: u32,
+    /// Short name, e.g. `cpu0`.
+    pub name: &'a str,
+    /// Model name, e.g. from `/proc/cpuinfo`.
+    pub model_name: Option<&'a str>,
+    /// Vendor name.
+    pub vendor_name: Option<&'a str>,
+    /// Product name.
+    pub product_name: Option<&'a str>,
+}
+
+/// Memory operation kind (`rocpd_memory_allocate.type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AllocOp {
+    /// Allocation.
+    Alloc,
+    /// Release.
+    Free,
+    /// Reallocation.
+    Realloc,
+    /// Reclaim.
+    Reclaim,
+}
+
+/// Memory level (`rocpd_memory_allocate.level`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemLevel {
+    /// Real (resident) memory, e.g. malloc.
+    Real,
+    /// Virtual address space, e.g. mmap.
+    Virtual,
+    /// GPU scratch memory.
+    Scratch,
+}
+
+/// A memory allocation or release (`rocpd_memory_allocate` + its event).
+#[derive(Debug, Clone, Copy)]
+pub struct MemoryOp {
+    /// Thread that performed it.
+    pub thread: ThreadRef,
+    /// Alloc, free, realloc or reclaim.
+    pub op: AllocOp,
+    /// Real, virtual or scratch.
+    pub level: MemLevel,
+    /// Start of the call (ns).
+    pub start_ns: u64,
+    /// End of the call (ns).
+    pub end_ns: u64,
+    /// Address returned or released.
+    pub address: u64,
+    /// Size in bytes (0 for a free of unknown size).
+    pub size: u64,
+    /// Agent owning the memory, if recorded.
+    pub agent: Option<AgentId>,
+    /// Category (e.g. `malloc`), if any.
+    pub category: Option<StringId>,
+    /// Call stack of the call, if captured.
+    pub stack: Option<CallSiteId>,
+}
+
 /// One frame of a sampled call stack as the sampler produces it: the module
 /// it falls in (`None` when no module covers the address; `rel_pc` is then
 /// the absolute address) and the pc relative to the module's load address.
@@ -205,6 +288,7 @@ struct Stmts {
     callsite: Statement<'static>,
     pmc: Statement<'static>,
     counter: Statement<'static>,
+    memory: Statement<'static>,
     begin: Statement<'static>,
     commit: Statement<'static>,
 }
@@ -237,6 +321,7 @@ impl Stmts {
             callsite: keep(conn.prepare(&format!("INSERT INTO \"strobe_callsite{s}\" (parent_id, frame_id, depth) VALUES (?1, ?2, ?3)"))?),
             pmc: keep(conn.prepare(&format!("INSERT INTO \"rocpd_info_pmc{s}\" (nid, pid, target_arch, name, symbol, description, component, units, value_type, expression, is_constant, is_derived) VALUES (?1, ?2, 'CPU', ?3, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9)"))?),
             counter: keep(conn.prepare(&format!("INSERT INTO \"strobe_counter_sample{s}\" (pmc_id, track_id, timestamp, value) VALUES (?1, ?2, ?3, ?4)"))?),
+            memory: keep(conn.prepare(&format!("INSERT INTO \"rocpd_memory_allocate{s}\" (nid, pid, tid, agent_id, type, level, start, \"end\", address, size, event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"))?),
             begin: keep(conn.prepare("BEGIN")?),
             commit: keep(conn.prepare("COMMIT")?),
         })
@@ -764,6 +849,76 @@ impl Writer {
         self.end_row(1)
     }
 
+    /// Adds a compute agent (`rocpd_info_agent`).
+    pub fn add_agent(&mut self, a: &AgentInfo<'_>) -> Result<AgentId> {
+        self.begin_row()?;
+        let kind = match a.kind {
+            AgentKind::Cpu => "CPU",
+            AgentKind::Gpu => "GPU",
+        };
+        self.conn
+            .execute(
+                &format!("INSERT INTO \"rocpd_info_agent{}\" (nid, pid, type, absolute_index, logical_index, type_index, name, model_name, vendor_name, product_name) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", self.suffix),
+                params![self.nid, self.proc_row, kind, a.absolute_index, a.logical_index, a.type_index, a.name, a.model_name, a.vendor_name, a.product_name],
+            )
+            .at(&self.path)?;
+        let id = self.conn.last_insert_rowid();
+        self.end_row(1)?;
+        Ok(AgentId(id))
+    }
+
+    /// Appends a memory allocation or release (its event and its
+    /// `rocpd_memory_allocate` row).
+    pub fn append_memory_op(&mut self, m: &MemoryOp) -> Result<EventId> {
+        let ev = self.append_event(m.category, m.stack, None, &[])?;
+        let op = match m.op {
+            AllocOp::Alloc => "ALLOC",
+            AllocOp::Free => "FREE",
+            AllocOp::Realloc => "REALLOC",
+            AllocOp::Reclaim => "RECLAIM",
+        };
+        let level = match m.level {
+            MemLevel::Real => "REAL",
+            MemLevel::Virtual => "VIRTUAL",
+            MemLevel::Scratch => "SCRATCH",
+        };
+        self.begin_row()?;
+        {
+            let st = &mut self.stmts.memory;
+            st.execute(params![
+                self.nid,
+                self.proc_row,
+                m.thread.0,
+                m.agent.map(|a| a.0),
+                op,
+                level,
+                i(m.start_ns),
+                i(m.end_ns.max(m.start_ns)),
+                i(m.address),
+                i(m.size),
+                ev.0
+            ])
+        }
+        .at(&self.path)?;
+        self.end_row(1)?;
+        Ok(ev)
+    }
+
+    /// Records when a module was unloaded (`dlclose`).
+    pub fn end_module(&mut self, module: ModuleId, unload_ns: u64) -> Result<()> {
+        self.begin_row()?;
+        self.conn
+            .execute(
+                &format!(
+                    "UPDATE \"strobe_module{}\" SET unload_time = ?2 WHERE id = ?1",
+                    self.suffix
+                ),
+                params![module.0, i(unload_ns)],
+            )
+            .at(&self.path)?;
+        self.end_row(1)
+    }
+
     /// Records a setting or fact in `strobe_settings`.
     pub fn add_setting(&mut self, name: &str, value: &str) -> Result<()> {
         self.begin_row()?;
@@ -819,6 +974,15 @@ impl Writer {
     }
 }
 
+// SAFETY: a Writer exclusively owns its connection and every statement
+// borrowing it; none of them is reachable from outside (the statements are
+// private and never handed out), so moving the whole bundle to another thread
+// moves all users of the connection together. Bundled SQLite is built
+// thread-safe (SQLITE_THREADSAFE=1), which allows a connection and its
+// statements to be used from any thread as long as not concurrently, and
+// Writer is not Sync, so no two threads can use it at once.
+unsafe impl Send for Writer {}
+
 impl Drop for Writer {
     fn drop(&mut self) {
         if !self.finished && self.in_tx {
@@ -826,5 +990,15 @@ impl Drop for Writer {
             // finish() or unwinds; errors cannot be reported from drop.
             let _ = self.conn.execute_batch("COMMIT");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    fn assert_send<T: Send>() {}
+
+    #[test]
+    fn writer_is_send() {
+        assert_send::<super::Writer>();
     }
 }

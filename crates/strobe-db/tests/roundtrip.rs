@@ -189,3 +189,90 @@ fn flushed_rows_are_visible_to_another_connection_while_writing() {
     drop(p);
     w.finish(20).unwrap();
 }
+
+#[test]
+fn writer_moves_to_a_dedicated_thread_and_records_memory_ops() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mem.db");
+    let w = Writer::create(&path, &common::process(9), common::opts()).unwrap();
+    let handle = std::thread::spawn(move || {
+        let mut w = w;
+        let t = w
+            .add_thread(&ThreadInfo {
+                tid: 9,
+                name: Some("main"),
+                start_ns: Some(0),
+            })
+            .unwrap();
+        let cpu = w
+            .add_agent(&strobe_db::AgentInfo {
+                kind: strobe_db::AgentKind::Cpu,
+                absolute_index: 0,
+                logical_index: 0,
+                type_index: 0,
+                name: "cpu0",
+                model_name: Some("test cpu"),
+                vendor_name: None,
+                product_name: None,
+            })
+            .unwrap();
+        let malloc = w.intern_string("malloc").unwrap();
+        let m = w
+            .add_module(&strobe_db::ModuleInfo {
+                path: "/lib/libplugin.so",
+                size: 10,
+                ..Default::default()
+            })
+            .unwrap();
+        for (k, op) in [strobe_db::AllocOp::Alloc, strobe_db::AllocOp::Free]
+            .into_iter()
+            .enumerate()
+        {
+            w.append_memory_op(&strobe_db::MemoryOp {
+                thread: t,
+                op,
+                level: strobe_db::MemLevel::Real,
+                start_ns: 100 + k as u64 * 100,
+                end_ns: 150 + k as u64 * 100,
+                address: 0xdead_0000,
+                size: if k == 0 { 4096 } else { 0 },
+                agent: Some(cpu),
+                category: Some(malloc),
+                stack: None,
+            })
+            .unwrap();
+        }
+        w.end_module(m, 250).unwrap();
+        w.finish(300).unwrap()
+    });
+    let totals = handle.join().unwrap();
+    assert!(totals.rows >= 7);
+    let p = Profile::open(&[path.to_str().unwrap()]).unwrap();
+    let rows: Vec<(String, String, i64, i64, String, String, i64)> = p
+        .connection()
+        .prepare("SELECT type, level, size, duration, agent_name, category, tid FROM memory_allocations ORDER BY start")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        rows[0],
+        (
+            "ALLOC".into(),
+            "REAL".into(),
+            4096,
+            50,
+            "cpu0".into(),
+            "malloc".into(),
+            9
+        )
+    );
+    assert_eq!(rows[1].0, "FREE");
+    let unload: i64 = p
+        .connection()
+        .query_row("SELECT unload_time FROM strobe_module", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(unload, 250);
+}
