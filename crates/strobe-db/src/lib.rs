@@ -9,6 +9,8 @@
 //! [`summary`] computations and the symbolization storage ([`symbols`]). It
 //! never prints and never resolves symbols itself. See `docs/schema.md`.
 
+#![warn(missing_docs)]
+
 pub mod error;
 pub mod identity;
 pub mod inputs;
