@@ -32,7 +32,7 @@ pub struct DbArgs {
     pub no_raw: bool,
     /// Alternate writer and raw runs this many times and compare the best
     /// of each (the machine is shared; the best run is the least disturbed).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 5)]
     pub repeat: u32,
     /// Also write this many files of `--rows` records each and merge them.
     #[arg(long, default_value_t = 0)]
@@ -344,16 +344,20 @@ pub fn run(a: DbArgs) -> anyhow::Result<()> {
     let rss0 = peak_rss_kib();
     let mut best_w = Duration::MAX;
     let mut best_r = Duration::MAX;
+    let mut all_w = Vec::new();
+    let mut all_r = Vec::new();
     let raw_path = a.out.with_extension("raw.db");
     let mut rss_writer = 0;
     for round in 0..a.repeat.max(1) {
         let tw = write_with_writer(&a.out, a.rows, a.batch, 1000, &w).context("writer run")?;
         rss_writer = rss_writer.max(peak_rss_kib());
         best_w = best_w.min(tw);
+        all_w.push(tw);
         print!("round {round}: writer {:.3} s", tw.as_secs_f64());
         if !a.no_raw {
             let tr = write_raw(&raw_path, a.rows, a.batch, 1000).context("raw run")?;
             best_r = best_r.min(tr);
+            all_r.push(tr);
             print!(", raw {:.3} s", tr.as_secs_f64());
             if std::env::var_os("STROBE_BENCH_KEEP_RAW").is_none() {
                 remove_db(&raw_path);
