@@ -219,8 +219,13 @@ impl Profile {
                 pattern: String::new(),
             });
         }
+        let mut seen = std::collections::HashSet::new();
         for f in files {
-            check_file(f)?;
+            for s in check_file(f)? {
+                if !seen.insert(s.clone()) {
+                    return Err(DbError::DuplicateProcess { path: f.clone(), suffix: s });
+                }
+            }
         }
         let (attach, staging) = if files.len() > MAX_ATTACHED {
             let dir = std::env::temp_dir().join(format!(

@@ -78,6 +78,9 @@ fn merge_25_inputs_keeps_every_process() {
     let err = merge(&[inputs[0].clone(), out.clone()], &again, &mut |_| {}).unwrap_err();
     assert!(matches!(err, DbError::DuplicateProcess { .. }), "{err}");
     assert!(!again.exists());
+    // The reader refuses the same overlap (it would count every row twice).
+    let err = Profile::open(&[inputs[0].to_str().unwrap(), out.to_str().unwrap()]).err().unwrap();
+    assert!(matches!(err, DbError::DuplicateProcess { .. }), "{err}");
 }
 
 #[test]
