@@ -223,7 +223,10 @@ impl Profile {
         for f in files {
             for s in check_file(f)? {
                 if !seen.insert(s.clone()) {
-                    return Err(DbError::DuplicateProcess { path: f.clone(), suffix: s });
+                    return Err(DbError::DuplicateProcess {
+                        path: f.clone(),
+                        suffix: s,
+                    });
                 }
             }
         }

@@ -79,7 +79,9 @@ fn merge_25_inputs_keeps_every_process() {
     assert!(matches!(err, DbError::DuplicateProcess { .. }), "{err}");
     assert!(!again.exists());
     // The reader refuses the same overlap (it would count every row twice).
-    let err = Profile::open(&[inputs[0].to_str().unwrap(), out.to_str().unwrap()]).err().unwrap();
+    let err = Profile::open(&[inputs[0].to_str().unwrap(), out.to_str().unwrap()])
+        .err()
+        .unwrap();
     assert!(matches!(err, DbError::DuplicateProcess { .. }), "{err}");
 }
 
