@@ -276,3 +276,55 @@ fn writer_moves_to_a_dedicated_thread_and_records_memory_ops() {
         .unwrap();
     assert_eq!(unload, 250);
 }
+
+#[test]
+fn writer_symbolizes_frames_during_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sym.db");
+    let mut w = Writer::create(&path, &common::process(12), common::opts()).unwrap();
+    let t = w
+        .add_thread(&ThreadInfo {
+            tid: 12,
+            name: None,
+            start_ns: Some(0),
+        })
+        .unwrap();
+    let track = w.add_track(Some(t), "cpu").unwrap();
+    let m = w
+        .add_module(&strobe_db::ModuleInfo {
+            path: "/bin/x",
+            size: 100,
+            ..Default::default()
+        })
+        .unwrap();
+    let leaf = StackFrame {
+        module: Some(m),
+        rel_pc: 0x44,
+    };
+    w.append_sample(track, 5, &[leaf]).unwrap();
+    let f = w.intern_frame(leaf).unwrap();
+    w.set_frame_symbols(&[FrameSymbols {
+        frame: f,
+        function: Some("hot_loop"),
+        file: Some("x.c"),
+        line: Some(3),
+    }])
+    .unwrap();
+    w.finish(10).unwrap();
+    let p = Profile::open(&[path.to_str().unwrap()]).unwrap();
+    let s = p.samples().unwrap().next().unwrap().unwrap();
+    assert_eq!(s.frames[0].display_name(), "hot_loop");
+    assert_eq!(s.frames[0].file.as_deref(), Some("x.c"));
+}
+
+#[test]
+fn process_info_describes_this_process() {
+    let p = strobe_db::ProcessInfo::current();
+    assert_eq!(p.pid, std::process::id());
+    assert!(p.ppid > 0);
+    assert!(p.start_ns <= p.init_ns && p.init_ns <= strobe_core::clock::now_ns());
+    assert!(p.start_unix_ns > 1_600_000_000_000_000_000);
+    let exe = std::env::current_exe().unwrap();
+    let name = exe.file_name().unwrap().to_str().unwrap();
+    assert!(p.command.contains(name), "{} should name {name}", p.command);
+}
