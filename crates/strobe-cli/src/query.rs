@@ -23,7 +23,8 @@ pub struct QueryArgs {
     /// The SQL to run. The rocpd views (regions, samples, top, …) and the
     /// unsuffixed tables cover every process of every input.
     pub sql: Option<String>,
-    /// Output format.
+    /// Output format. csv, json and markdown stream rows as they come; table
+    /// must hold every row to size its columns (use it for small results).
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
     /// Keep only rows overlapping the window from here: nanoseconds after

@@ -50,6 +50,10 @@ pub struct SummaryArgs {
     /// Which tables.
     #[arg(long, value_enum, default_value = "all")]
     pub report: Report,
+    /// Print at most this many rows per table (after sorting; shares stay
+    /// relative to all rows). 0 prints every row.
+    #[arg(long, default_value_t = 0)]
+    pub limit: usize,
     /// One set of rows per process (shares within each process).
     #[arg(long)]
     pub by_process: bool,
@@ -247,7 +251,12 @@ pub fn run(a: SummaryArgs) -> anyhow::Result<()> {
             continue;
         }
         let mut t = TableOut::begin(fmt, &mut out, &cols)?;
-        for r in &body {
+        let n = if a.limit == 0 {
+            body.len()
+        } else {
+            a.limit.min(body.len())
+        };
+        for r in &body[..n] {
             t.row(r)?;
         }
         t.end()?;

@@ -422,6 +422,21 @@ fn summary_numbers_and_formats() {
     ]);
     assert_eq!(by.lines().count(), 2 + 4);
     assert!(by.lines().nth(1).unwrap().starts_with("PID,Time (%)"));
+    let limited = ok(&[
+        "summary",
+        "-i",
+        a.to_str().unwrap(),
+        "--format",
+        "csv",
+        "--report",
+        "functions",
+        "--limit",
+        "1",
+    ]);
+    assert_eq!(
+        limited,
+        "# functions\nSelf (%),Self Samples,Total (%),Total Samples,Name\n75,3,75,3,app+0x20\n"
+    );
     let table = ok(&["summary", "-i", a.to_str().unwrap()]);
     for needle in [
         "Regions:",
