@@ -92,6 +92,7 @@ pub struct TableOut<W: Write> {
     out: W,
     columns: Vec<String>,
     buffered: Vec<Vec<String>>,
+    numeric: Vec<bool>,
     rows: u64,
 }
 
@@ -128,6 +129,7 @@ impl<W: Write> TableOut<W> {
             out,
             columns: columns.to_vec(),
             buffered: Vec::new(),
+            numeric: vec![true; columns.len()],
             rows: 0,
         })
     }
@@ -163,7 +165,16 @@ impl<W: Write> TableOut<W> {
                 let sep = if self.rows == 0 { "\n  " } else { ",\n  " };
                 write!(self.out, "{sep}{}", serde_json::Value::Object(obj))?;
             }
-            Format::Table => self.buffered.push(cells.iter().map(Cell::text).collect()),
+            Format::Table => {
+                for (k, c) in cells.iter().enumerate() {
+                    if matches!(c, Cell::Text(_)) {
+                        if let Some(n) = self.numeric.get_mut(k) {
+                            *n = false;
+                        }
+                    }
+                }
+                self.buffered.push(cells.iter().map(Cell::text).collect());
+            }
         }
         self.rows += 1;
         Ok(())
@@ -179,6 +190,14 @@ impl<W: Write> TableOut<W> {
                 t.set_header(self.columns.clone());
                 for r in self.buffered.drain(..) {
                     t.add_row(r);
+                }
+                // Numbers right-aligned, as in Nsight's tables.
+                for (k, numeric) in self.numeric.iter().enumerate() {
+                    if *numeric && self.rows > 0 {
+                        if let Some(col) = t.column_mut(k) {
+                            col.set_cell_alignment(comfy_table::CellAlignment::Right);
+                        }
+                    }
                 }
                 writeln!(self.out, "{t}")?;
             }
