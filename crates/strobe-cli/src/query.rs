@@ -64,7 +64,7 @@ pub fn run(mut a: QueryArgs) -> anyhow::Result<()> {
                 if let Err(e) = t.row(&cells) {
                     let stop = strobe_db::DbError::Io {
                         path: "<stdout>".into(),
-                        source: std::io::Error::new(e.kind(), e.to_string()),
+                        error: std::io::Error::new(e.kind(), e.to_string()),
                     };
                     *io_err.borrow_mut() = Some(e);
                     return Err(stop);

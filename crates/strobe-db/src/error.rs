@@ -76,22 +76,20 @@ pub enum DbError {
     #[error("invalid time bound `{0}`: give nanoseconds (e.g. 1500000) or a percentage of the run (e.g. 25%)")]
     TimeBound(String),
     /// An SQLite error while working on a file.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Sqlite {
         /// The file concerned.
         path: PathBuf,
-        /// SQLite's error.
-        #[source]
-        source: rusqlite::Error,
+        /// SQLite's error (its text is part of this error's message).
+        error: rusqlite::Error,
     },
     /// An I/O error on a file.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file concerned.
         path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
+        /// The I/O error (its text is part of this error's message).
+        error: std::io::Error,
     },
     /// The writer was used after an earlier error left it unusable.
     #[error("{path}: the writer is closed after an earlier error")]
@@ -138,6 +136,6 @@ pub(crate) fn classify(e: rusqlite::Error, path: &std::path::Path) -> DbError {
     }
     DbError::Sqlite {
         path: path.to_path_buf(),
-        source: e,
+        error: e,
     }
 }

@@ -40,7 +40,7 @@ pub fn expand_inputs<S: AsRef<str>>(inputs: &[S]) -> Result<Vec<PathBuf>> {
         } else {
             return Err(DbError::Io {
                 path: p.to_path_buf(),
-                source: std::io::Error::new(
+                error: std::io::Error::new(
                     std::io::ErrorKind::NotFound,
                     "no such file or directory",
                 ),
@@ -60,12 +60,12 @@ pub fn expand_inputs<S: AsRef<str>>(inputs: &[S]) -> Result<Vec<PathBuf>> {
 fn walk_dir(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     let rd = std::fs::read_dir(dir).map_err(|e| DbError::Io {
         path: dir.to_path_buf(),
-        source: e,
+        error: e,
     })?;
     for entry in rd {
         let entry = entry.map_err(|e| DbError::Io {
             path: dir.to_path_buf(),
-            source: e,
+            error: e,
         })?;
         let path = entry.path();
         if path.is_dir() {
@@ -99,7 +99,7 @@ fn check_header(path: &Path) -> Result<()> {
     use std::io::Read;
     let io = |e| DbError::Io {
         path: path.to_path_buf(),
-        source: e,
+        error: e,
     };
     let mut f = std::fs::File::open(path).map_err(io)?;
     let len = f.metadata().map_err(io)?.len();

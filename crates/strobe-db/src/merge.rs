@@ -63,7 +63,7 @@ pub fn merge(
     if output.exists() {
         return Err(DbError::Io {
             path: output.to_path_buf(),
-            source: std::io::Error::new(
+            error: std::io::Error::new(
                 std::io::ErrorKind::AlreadyExists,
                 "output exists; remove it or choose another path",
             ),
@@ -156,7 +156,7 @@ pub fn merge(
         Ok(mut stats) => {
             std::fs::rename(&partial, output).map_err(|e| DbError::Io {
                 path: output.to_path_buf(),
-                source: e,
+                error: e,
             })?;
             stats.seconds = started.elapsed().as_secs_f64();
             Ok(stats)

@@ -238,7 +238,7 @@ impl Profile {
             ));
             std::fs::create_dir_all(&dir).map_err(|e| DbError::Io {
                 path: dir.clone(),
-                source: e,
+                error: e,
             })?;
             let staging = Staging(dir.clone());
             let merged = dir.join("merged.db");

@@ -378,7 +378,7 @@ impl Writer {
         if path.exists() {
             return Err(DbError::Io {
                 path,
-                source: std::io::Error::new(
+                error: std::io::Error::new(
                     std::io::ErrorKind::AlreadyExists,
                     "a file already exists there; profiles are never overwritten (remove it or choose another output path)",
                 ),
