@@ -31,6 +31,7 @@ pub use process::ProcessInfo;
 pub use reader::{
     CounterRecord, Profile, RegionRecord, ResolvedFrame, SampleRecord, ThreadRecord, TimeBound,
 };
+pub use rusqlite;
 pub use rusqlite::types::Value;
 pub use writer::{
     AgentId, AgentInfo, AgentKind, AllocOp, Arg, CallSiteId, CounterId, CounterInfo, EventId,
