@@ -31,6 +31,8 @@ pub use process::ProcessInfo;
 pub use reader::{
     CounterRecord, Profile, RegionRecord, ResolvedFrame, SampleRecord, ThreadRecord, TimeBound,
 };
+/// The rusqlite crate strobe-db is built on, for callers that query
+/// [`Profile::connection`] or open files directly.
 pub use rusqlite;
 pub use rusqlite::types::Value;
 pub use writer::{
