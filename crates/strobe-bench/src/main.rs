@@ -3,6 +3,7 @@
 
 mod buffer;
 mod clocks;
+mod db;
 mod overhead;
 mod tracing;
 
@@ -21,6 +22,8 @@ enum Command {
     Buffer(buffer::BufferArgs),
     /// Cost and resolution of every timestamp source.
     Clocks(clocks::ClocksArgs),
+    /// Profile database: writer vs raw inserts, peak RSS, merge rate.
+    Db(db::DbArgs),
     /// What profiling costs a CPU-bound program: strobe and perf side by side.
     Overhead(overhead::OverheadArgs),
     /// The seed 004 tracing-framework harness (strobe-trace).
@@ -33,6 +36,7 @@ fn main() -> anyhow::Result<()> {
         Command::Buffer(args) => buffer::run(args),
         Command::Clocks(args) => clocks::run(&args),
         Command::Overhead(args) => overhead::run(&args),
+        Command::Db(args) => db::run(args),
         Command::Tracing(args) => tracing::run(args),
     }
 }

@@ -3,9 +3,13 @@
 
 mod avail;
 mod launch;
+mod merge;
+mod output;
+mod query;
 mod runtime_lib;
 mod sample;
 mod setting_flags;
+mod summary;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -43,13 +47,23 @@ enum Command {
     Avail(avail::AvailArgs),
     /// Run a program under the sampling profiler: `strobe sample [options] -- <command> <args>`.
     Sample(sample::SampleArgs),
+    /// Run SQL on one or many profile databases (as one database).
+    Query(query::QueryArgs),
+    /// Merge profile databases into one file.
+    Merge(merge::MergeArgs),
+    /// Summary tables: regions, sampled functions, threads.
+    Summary(summary::SummaryArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match &cli.command {
-        Command::Avail(args) => avail::run(args, cli.config.as_deref()).map(|()| 0),
-        Command::Sample(args) => sample::run_sample(args, cli.config.as_deref()),
+    let config = cli.config.as_deref();
+    let result = match cli.command {
+        Command::Avail(args) => avail::run(&args, config).map(|()| 0),
+        Command::Sample(args) => sample::run_sample(&args, config),
+        Command::Query(args) => query::run(args).map(|()| 0),
+        Command::Merge(args) => merge::run(args).map(|()| 0),
+        Command::Summary(args) => summary::run(args).map(|()| 0),
     };
     match result {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
@@ -57,7 +71,8 @@ fn main() -> ExitCode {
             for line in format!("{e:#}").lines() {
                 eprintln!("strobe: error: {line}");
             }
-            ExitCode::from(2)
+            // 2 for invalid settings (like clap's usage errors), 1 otherwise.
+            ExitCode::from(if e.is::<setting_flags::InvalidSettings>() { 2 } else { 1 })
         }
     }
 }

@@ -79,6 +79,12 @@ impl FromArgMatches for SettingFlags {
     }
 }
 
+/// Settings that could not be resolved (strobe exits with 2, like a usage
+/// error): every problem, one per line.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidSettings(String);
+
 /// Resolves the settings of a command: its flags, this process's
 /// environment and the config file. Warnings about unknown `STROBE_*`
 /// variables go to stderr; invalid values are an error listing them all.
@@ -92,10 +98,10 @@ pub fn load_settings(config: Option<&Path>, flags: &SettingFlags) -> Result<Sett
     }
     let settings = loader.load().map_err(|errors| {
         let n = errors.0.len();
-        anyhow::anyhow!(
+        InvalidSettings(format!(
             "{errors}\n({n} invalid setting{}; `strobe avail --settings` shows every setting and its accepted form)",
             if n == 1 { "" } else { "s" }
-        )
+        ))
     })?;
     for warning in settings.warnings() {
         eprintln!("strobe: warning: {warning}");

@@ -147,7 +147,7 @@ fn generated_config_round_trips_through_the_binary() {
 
     // An existing file is not overwritten without --force.
     let out = strobe(&["avail", "--generate-config", cfg.to_str().unwrap()], &[]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("already exists; pass --force"));
     let out = strobe(
         &[

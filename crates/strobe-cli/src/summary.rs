@@ -1,0 +1,265 @@
+//! `strobe summary`: Nsight-style summary tables.
+//!
+//! Owns the command's arguments and printing; the numbers come from
+//! strobe-db's `summary` module. Columns follow Nsight Systems' `stats`
+//! layout: Time (%), Total Time (ns), Instances, Avg, Med, Min, Max,
+//! StdDev, Name, sorted by total time.
+
+use std::io::Write;
+
+use clap::{Args, ValueEnum};
+use strobe_db::summary::{
+    function_summary, region_summary, thread_summary, FunctionRow, StatRow, ThreadRow,
+};
+
+use crate::output::{Cell, Format, TableOut};
+
+/// Which tables to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Report {
+    /// All of them.
+    All,
+    /// Regions by name.
+    Regions,
+    /// Sampled functions (self and inclusive).
+    Functions,
+    /// Threads.
+    Threads,
+}
+
+/// Output formats of `strobe summary`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SummaryFormat {
+    /// Aligned tables.
+    Table,
+    /// CSV, one block per table, each preceded by a `# name` line.
+    Csv,
+    /// One JSON object with one array per table.
+    Json,
+}
+
+/// Arguments of `strobe summary`.
+#[derive(Debug, Args)]
+pub struct SummaryArgs {
+    /// Input databases: files, directories (searched for *.db) or globs.
+    #[arg(short = 'i', long = "input", required = true, num_args = 1..)]
+    pub inputs: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: SummaryFormat,
+    /// Which tables.
+    #[arg(long, value_enum, default_value = "all")]
+    pub report: Report,
+    /// Print at most this many rows per table (after sorting; shares stay
+    /// relative to all rows). 0 prints every row.
+    #[arg(long, default_value_t = 0)]
+    pub limit: usize,
+    /// One set of rows per process (shares within each process).
+    #[arg(long)]
+    pub by_process: bool,
+    /// Restrict to a window from here (ns after the run start, or %).
+    #[arg(long)]
+    pub start: Option<String>,
+    /// Restrict to a window up to here (ns after the run start, or %).
+    #[arg(long)]
+    pub end: Option<String>,
+}
+
+fn proc_cols(by: bool) -> Vec<String> {
+    if by {
+        vec!["PID".into()]
+    } else {
+        Vec::new()
+    }
+}
+
+fn region_table(rows: &[StatRow], by: bool) -> (Vec<String>, Vec<Vec<Cell>>) {
+    let mut cols = proc_cols(by);
+    cols.extend(
+        [
+            "Time (%)",
+            "Total Time (ns)",
+            "Instances",
+            "Avg (ns)",
+            "Med (ns)",
+            "Min (ns)",
+            "Max (ns)",
+            "StdDev (ns)",
+            "Name",
+        ]
+        .map(String::from),
+    );
+    let body = rows
+        .iter()
+        .map(|r| {
+            let mut c = if by {
+                vec![r.pid.map_or(Cell::Null, Cell::Int)]
+            } else {
+                Vec::new()
+            };
+            c.extend([
+                Cell::Fixed(r.time_pct, 1),
+                Cell::Int(r.total_ns),
+                Cell::Int(r.instances as i64),
+                Cell::Fixed(r.avg_ns, 1),
+                Cell::Fixed(r.med_ns, 1),
+                Cell::Int(r.min_ns),
+                Cell::Int(r.max_ns),
+                Cell::Fixed(r.stddev_ns, 1),
+                Cell::Text(r.name.clone()),
+            ]);
+            c
+        })
+        .collect();
+    (cols, body)
+}
+
+fn function_table(rows: &[FunctionRow], by: bool) -> (Vec<String>, Vec<Vec<Cell>>) {
+    let mut cols = proc_cols(by);
+    cols.extend(
+        [
+            "Self (%)",
+            "Self Samples",
+            "Total (%)",
+            "Total Samples",
+            "Name",
+        ]
+        .map(String::from),
+    );
+    let body = rows
+        .iter()
+        .map(|r| {
+            let mut c = if by {
+                vec![r.pid.map_or(Cell::Null, Cell::Int)]
+            } else {
+                Vec::new()
+            };
+            c.extend([
+                Cell::Fixed(r.self_pct, 1),
+                Cell::Int(r.self_samples as i64),
+                Cell::Fixed(r.total_pct, 1),
+                Cell::Int(r.total_samples as i64),
+                Cell::Text(r.name.clone()),
+            ]);
+            c
+        })
+        .collect();
+    (cols, body)
+}
+
+fn thread_table(rows: &[ThreadRow]) -> (Vec<String>, Vec<Vec<Cell>>) {
+    let cols = [
+        "Samples (%)",
+        "Samples",
+        "Regions",
+        "Region Time (ns)",
+        "Lifetime (ns)",
+        "PID",
+        "TID",
+        "Name",
+    ]
+    .map(String::from)
+    .to_vec();
+    let body = rows
+        .iter()
+        .map(|r| {
+            vec![
+                Cell::Fixed(r.sample_pct, 1),
+                Cell::Int(r.samples as i64),
+                Cell::Int(r.regions as i64),
+                Cell::Int(r.region_total_ns),
+                r.lifetime_ns.map_or(Cell::Null, Cell::Int),
+                Cell::Int(r.pid),
+                Cell::Int(r.tid),
+                r.name.clone().map_or(Cell::Null, Cell::Text),
+            ]
+        })
+        .collect();
+    (cols, body)
+}
+
+/// Runs `strobe summary`.
+pub fn run(a: SummaryArgs) -> anyhow::Result<()> {
+    let mut profile = strobe_db::Profile::open(&a.inputs)?;
+    crate::query::apply_window(&mut profile, a.start.as_deref(), a.end.as_deref())?;
+    let want = |r: Report| a.report == Report::All || a.report == r;
+    let regions = if want(Report::Regions) {
+        Some(region_summary(&profile, a.by_process)?)
+    } else {
+        None
+    };
+    let functions = if want(Report::Functions) {
+        Some(function_summary(&profile, a.by_process)?)
+    } else {
+        None
+    };
+    let threads = if want(Report::Threads) {
+        Some(thread_summary(&profile, a.by_process)?)
+    } else {
+        None
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    if a.format == SummaryFormat::Json {
+        let mut obj = serde_json::Map::new();
+        if let Some(r) = &regions {
+            obj.insert("regions".into(), serde_json::to_value(r)?);
+        }
+        if let Some(f) = &functions {
+            obj.insert("functions".into(), serde_json::to_value(f)?);
+        }
+        if let Some(t) = &threads {
+            obj.insert("threads".into(), serde_json::to_value(t)?);
+        }
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&serde_json::Value::Object(obj))?
+        )?;
+        return Ok(());
+    }
+    let fmt = if a.format == SummaryFormat::Csv {
+        Format::Csv
+    } else {
+        Format::Table
+    };
+    let mut tables = Vec::new();
+    if let Some(r) = &regions {
+        tables.push(("regions", "Regions", region_table(r, a.by_process)));
+    }
+    if let Some(f) = &functions {
+        tables.push((
+            "functions",
+            "Sampled functions (self = innermost frame, total = anywhere on the stack)",
+            function_table(f, a.by_process),
+        ));
+    }
+    if let Some(t) = &threads {
+        tables.push(("threads", "Threads", thread_table(t)));
+    }
+    for (k, (id, title, (cols, body))) in tables.into_iter().enumerate() {
+        if k > 0 {
+            writeln!(out)?;
+        }
+        if fmt == Format::Csv {
+            writeln!(out, "# {id}")?;
+        } else {
+            writeln!(out, "{title}:")?;
+        }
+        if body.is_empty() && fmt == Format::Table {
+            writeln!(out, "  (none)")?;
+            continue;
+        }
+        let mut t = TableOut::begin(fmt, &mut out, &cols)?;
+        let n = if a.limit == 0 {
+            body.len()
+        } else {
+            a.limit.min(body.len())
+        };
+        for r in &body[..n] {
+            t.row(r)?;
+        }
+        t.end()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,223 @@
+//! Finding and checking input database files.
+//!
+//! Owns turning user-given inputs (files, directories, glob patterns) into a
+//! sorted list of database files, and checking each one before use: SQLite
+//! header, truncation, strobe/rocpd tables, schema version. It opens files
+//! read-only and never modifies them.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::error::{DbError, Result, SqlContext};
+use crate::schema::{self, SCHEMA_VERSION};
+
+/// Expands inputs into database files: a file is taken as is, a directory
+/// is searched recursively for `*.db` files, anything holding `*`, `?` or
+/// `[` is a glob pattern. The result is sorted and free of duplicates; an
+/// input that yields nothing is an error.
+pub fn expand_inputs<S: AsRef<str>>(inputs: &[S]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for input in inputs {
+        let input = input.as_ref();
+        let before = out.len();
+        let p = Path::new(input);
+        if p.is_dir() {
+            walk_dir(p, &mut out)?;
+        } else if input.contains(['*', '?', '[']) && !p.exists() {
+            let paths = glob::glob(input).map_err(|_| DbError::NoInput {
+                pattern: input.to_string(),
+            })?;
+            for entry in paths.flatten() {
+                if entry.is_dir() {
+                    walk_dir(&entry, &mut out)?;
+                } else {
+                    out.push(entry);
+                }
+            }
+        } else if p.exists() {
+            out.push(p.to_path_buf());
+        } else {
+            return Err(DbError::Io {
+                path: p.to_path_buf(),
+                error: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "no such file or directory",
+                ),
+            });
+        }
+        if out.len() == before {
+            return Err(DbError::NoInput {
+                pattern: input.to_string(),
+            });
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+fn walk_dir(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let rd = std::fs::read_dir(dir).map_err(|e| DbError::Io {
+        path: dir.to_path_buf(),
+        error: e,
+    })?;
+    for entry in rd {
+        let entry = entry.map_err(|e| DbError::Io {
+            path: dir.to_path_buf(),
+            error: e,
+        })?;
+        let path = entry.path();
+        if path.is_dir() {
+            walk_dir(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "db") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Percent-encodes a path for an SQLite `file:` URI.
+pub(crate) fn file_uri(path: &Path, params: &str) -> String {
+    let mut s = String::from("file:");
+    for b in path.as_os_str().as_encoded_bytes() {
+        match *b {
+            b'%' | b'?' | b'#' | b'&' | b'=' | b' ' | 0x80..=0xff => {
+                s.push_str(&format!("%{b:02X}"))
+            }
+            c => s.push(c as char),
+        }
+    }
+    s.push('?');
+    s.push_str(params);
+    s
+}
+
+/// Checks the first bytes of a file: SQLite magic and, when the header's
+/// page count is valid, that the file is as long as the header says.
+fn check_header(path: &Path) -> Result<()> {
+    use std::io::Read;
+    let io = |e| DbError::Io {
+        path: path.to_path_buf(),
+        error: e,
+    };
+    let mut f = std::fs::File::open(path).map_err(io)?;
+    let len = f.metadata().map_err(io)?.len();
+    if len == 0 {
+        return Err(DbError::NotProfile {
+            path: path.to_path_buf(),
+        });
+    }
+    let mut h = [0u8; 100];
+    let n = f.read(&mut h).map_err(io)?;
+    if n < 16 || &h[..16] != b"SQLite format 3\0" {
+        return Err(DbError::NotSqlite {
+            path: path.to_path_buf(),
+        });
+    }
+    if n < 100 {
+        return Err(DbError::Corrupt {
+            path: path.to_path_buf(),
+            detail: format!("file is only {len} bytes, shorter than the 100-byte header"),
+        });
+    }
+    let page_size = match u16::from_be_bytes([h[16], h[17]]) {
+        1 => 65536u64,
+        p => u64::from(p),
+    };
+    let pages = u64::from(u32::from_be_bytes([h[28], h[29], h[30], h[31]]));
+    let valid = h[24..28] == h[92..96];
+    if valid && pages > 0 && len < page_size * pages {
+        return Err(DbError::Corrupt {
+            path: path.to_path_buf(),
+            detail: format!("file holds {len} bytes but its header describes {pages} pages of {page_size} bytes"),
+        });
+    }
+    Ok(())
+}
+
+/// The process suffixes present in schema `schema` of `conn` (one per
+/// `rocpd_metadata_<uuid>` table), sorted.
+pub fn suffixes_in(conn: &Connection, schema: &str) -> rusqlite::Result<Vec<String>> {
+    let mut st = conn.prepare(&format!(
+        "SELECT name FROM \"{schema}\".sqlite_master WHERE type = 'table' AND name LIKE 'rocpd\\_metadata\\_%' ESCAPE '\\' ORDER BY name"
+    ))?;
+    let names = st.query_map([], |r| r.get::<_, String>(0))?;
+    let mut out = Vec::new();
+    for n in names {
+        let n = n?;
+        let s = &n["rocpd_metadata".len()..];
+        if crate::identity::is_suffix(s) {
+            out.push(s.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// Checks that schema `schema` of `conn` (the file `path`) is a strobe
+/// profile: returns its suffixes after verifying the schema version and that
+/// every rocpd and strobe table exists for each suffix.
+pub(crate) fn check_schema(conn: &Connection, schema: &str, path: &Path) -> Result<Vec<String>> {
+    let suffixes = suffixes_in(conn, schema).at(path)?;
+    if suffixes.is_empty() {
+        return Err(DbError::NotProfile {
+            path: path.to_path_buf(),
+        });
+    }
+    let mut tables = std::collections::HashSet::new();
+    {
+        let mut st = conn
+            .prepare(&format!(
+                "SELECT name FROM \"{schema}\".sqlite_master WHERE type = 'table'"
+            ))
+            .at(path)?;
+        let rows = st.query_map([], |r| r.get::<_, String>(0)).at(path)?;
+        for r in rows {
+            tables.insert(r.at(path)?);
+        }
+    }
+    for s in &suffixes {
+        let version: Option<String> = conn
+            .query_row(
+                &format!("SELECT value FROM \"{schema}\".\"rocpd_metadata{s}\" WHERE tag = 'schema_version'"),
+                [],
+                |r| r.get(0),
+            )
+            .map(Some)
+            .or_else(|e| if matches!(e, rusqlite::Error::QueryReturnedNoRows) { Ok(None) } else { Err(e) })
+            .at(path)?;
+        let found: i64 = version
+            .as_deref()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        if found > SCHEMA_VERSION {
+            return Err(DbError::NewerSchema {
+                path: path.to_path_buf(),
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        for t in schema::all_tables() {
+            let name = format!("{t}{s}");
+            if !tables.contains(&name) {
+                return Err(DbError::MissingTable {
+                    path: path.to_path_buf(),
+                    table: name,
+                });
+            }
+        }
+    }
+    Ok(suffixes)
+}
+
+/// Fully checks one database file (header, then schema) and returns its
+/// process suffixes.
+pub fn check_file(path: &Path) -> Result<Vec<String>> {
+    check_header(path)?;
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .at(path)?;
+    check_schema(&conn, "main", path)
+}

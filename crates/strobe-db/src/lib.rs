@@ -1,0 +1,42 @@
+//! `strobe-db`: the profile database.
+//!
+//! One SQLite file per process, laid out like rocpd schema version 3 (every
+//! table physically suffixed with the process uuid, unsuffixed views over
+//! them, the standard rocpd data and summary views) plus `strobe_` tables
+//! for modules, interned frames and call sites, counter time series and
+//! settings. This crate owns the schema ([`schema`]), the streaming
+//! [`Writer`], the multi-file [`Profile`] reader, the physical [`merge`], the
+//! [`summary`] computations and the symbolization storage ([`symbols`]). It
+//! never prints and never resolves symbols itself. See `docs/schema.md`.
+
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod identity;
+pub mod inputs;
+mod intern;
+pub mod merge;
+pub mod process;
+pub mod reader;
+pub mod schema;
+pub mod stream;
+pub mod summary;
+pub mod symbols;
+pub mod writer;
+
+pub use error::{DbError, Result};
+pub use identity::{NodeInfo, ProcessUuid};
+pub use merge::{merge, MergeProgress, MergeStats};
+pub use process::ProcessInfo;
+pub use reader::{
+    CounterRecord, Profile, RegionRecord, ResolvedFrame, SampleRecord, ThreadRecord, TimeBound,
+};
+/// The rusqlite crate strobe-db is built on, for callers that query
+/// [`Profile::connection`] or open files directly.
+pub use rusqlite;
+pub use rusqlite::types::Value;
+pub use writer::{
+    AgentId, AgentInfo, AgentKind, AllocOp, Arg, CallSiteId, CounterId, CounterInfo, EventId,
+    FrameId, FrameSymbols, MemLevel, MemoryOp, ModuleId, ModuleInfo, Region, StackFrame, StringId,
+    ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions, WriterTotals,
+};

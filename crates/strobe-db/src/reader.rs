@@ -1,0 +1,558 @@
+//! Reading one or many profile databases as one logical database.
+//!
+//! Owns [`Profile`]: an in-memory SQLite connection with every input
+//! attached read-only and TEMP views (`rocpd_region`, …, `regions`,
+//! `samples`, …) that `UNION ALL` all processes of all inputs, optionally
+//! restricted to a time window. Beyond SQLite's limit of 10 attached
+//! databases the inputs are first merged into a temporary file, transparently.
+//! It also owns the streaming, time-ordered record iterators exporters use.
+//! It never writes to an input.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rusqlite::types::Value;
+use rusqlite::Connection;
+
+use crate::error::{classify, DbError, Result, SqlContext};
+use crate::inputs::{check_file, check_schema, expand_inputs, file_uri};
+use crate::schema::{self, TableSet, ViewWindow};
+use crate::stream::RowStream;
+
+/// Most databases attached directly; more are merged into a staging file.
+pub const MAX_ATTACHED: usize = 10;
+
+/// One end of a time window: nanoseconds from the start of the run, or a
+/// percentage of the run's length.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TimeBound {
+    /// Nanoseconds after the run start.
+    Ns(i64),
+    /// Percent (0–100) of the run length after the run start.
+    Percent(f64),
+}
+
+impl std::str::FromStr for TimeBound {
+    type Err = DbError;
+    /// Parses `1500000` (ns after the run start) or `25%`.
+    fn from_str(s: &str) -> Result<TimeBound> {
+        let t = s.trim();
+        if let Some(p) = t.strip_suffix('%') {
+            let v: f64 = p
+                .trim()
+                .parse()
+                .map_err(|_| DbError::TimeBound(s.to_string()))?;
+            if !(0.0..=100.0).contains(&v) {
+                return Err(DbError::TimeBound(s.to_string()));
+            }
+            return Ok(TimeBound::Percent(v));
+        }
+        let v: i64 = t
+            .trim_end_matches("ns")
+            .parse()
+            .map_err(|_| DbError::TimeBound(s.to_string()))?;
+        if v < 0 {
+            return Err(DbError::TimeBound(s.to_string()));
+        }
+        Ok(TimeBound::Ns(v))
+    }
+}
+
+/// Time extent of the run: earliest process start to latest end (falling
+/// back to the data when a process has no end, e.g. a killed writer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunBounds {
+    /// Earliest timestamp (ns).
+    pub start: i64,
+    /// Latest timestamp (ns).
+    pub end: i64,
+}
+
+/// A region as exporters see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegionRecord {
+    /// Process guid.
+    pub guid: String,
+    /// OS pid.
+    pub pid: i64,
+    /// OS tid.
+    pub tid: i64,
+    /// Region name.
+    pub name: String,
+    /// Category, if any.
+    pub category: Option<String>,
+    /// Start (ns).
+    pub start: i64,
+    /// End (ns).
+    pub end: i64,
+    /// Event row id.
+    pub event_id: i64,
+    /// Call site row id, if a stack was captured.
+    pub stack_id: Option<i64>,
+}
+
+/// A resolved frame of a sample's stack.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedFrame {
+    /// Module path, if the pc fell in a module.
+    pub module: Option<Arc<str>>,
+    /// Pc relative to the module load address.
+    pub rel_pc: u64,
+    /// Function name, once symbolized.
+    pub function: Option<Arc<str>>,
+    /// Source file, once symbolized.
+    pub file: Option<Arc<str>>,
+    /// Source line, once symbolized.
+    pub line: Option<u32>,
+}
+
+impl ResolvedFrame {
+    /// The function name, or `module+0xoffset` before symbolization.
+    pub fn display_name(&self) -> String {
+        match (&self.function, &self.module) {
+            (Some(f), _) => f.to_string(),
+            (None, Some(m)) => {
+                let base = m.rsplit('/').next().unwrap_or(m);
+                format!("{base}+{:#x}", self.rel_pc)
+            }
+            (None, None) => format!("{:#x}", self.rel_pc),
+        }
+    }
+}
+
+/// A sample with its call stack resolved (leaf first).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampleRecord {
+    /// Process guid.
+    pub guid: String,
+    /// OS pid.
+    pub pid: i64,
+    /// OS tid.
+    pub tid: i64,
+    /// Timestamp (ns).
+    pub timestamp: i64,
+    /// Track name.
+    pub track: Option<String>,
+    /// Call site row id of the leaf.
+    pub stack_id: Option<i64>,
+    /// Frames, innermost first.
+    pub frames: Vec<ResolvedFrame>,
+}
+
+/// One point of a counter time series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CounterRecord {
+    /// Process guid.
+    pub guid: String,
+    /// OS pid.
+    pub pid: i64,
+    /// OS tid for per-thread counters.
+    pub tid: Option<i64>,
+    /// Counter name.
+    pub name: String,
+    /// Unit.
+    pub units: Option<String>,
+    /// Timestamp (ns).
+    pub timestamp: i64,
+    /// Value.
+    pub value: f64,
+}
+
+/// A thread.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadRecord {
+    /// Process guid.
+    pub guid: String,
+    /// OS pid.
+    pub pid: i64,
+    /// OS tid.
+    pub tid: i64,
+    /// Name, if known.
+    pub name: Option<String>,
+    /// Start (ns).
+    pub start: Option<i64>,
+    /// End (ns).
+    pub end: Option<i64>,
+}
+
+/// Removes a staging directory when dropped.
+struct Staging(PathBuf);
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[derive(Default)]
+struct StackCache {
+    callsites: HashMap<(usize, i64), (Option<i64>, i64)>,
+    frames: HashMap<(usize, i64), ResolvedFrame>,
+    modules: HashMap<String, Arc<str>>,
+}
+
+/// One or many profile databases opened as one logical database.
+pub struct Profile {
+    conn: Connection,
+    files: Vec<PathBuf>,
+    sets: Vec<TableSet>,
+    guid_to_set: HashMap<String, usize>,
+    window: ViewWindow,
+    stacks: RefCell<StackCache>,
+    _staging: Option<Staging>,
+}
+
+impl Profile {
+    /// Opens inputs (files, directories, globs; see
+    /// [`crate::inputs::expand_inputs`]) as one database. Every file is
+    /// checked first; the first bad one is reported by name.
+    pub fn open<S: AsRef<str>>(inputs: &[S]) -> Result<Profile> {
+        let files = expand_inputs(inputs)?;
+        Profile::open_files(&files)
+    }
+
+    /// Opens an explicit list of files as one database.
+    pub fn open_files(files: &[PathBuf]) -> Result<Profile> {
+        if files.is_empty() {
+            return Err(DbError::NoInput {
+                pattern: String::new(),
+            });
+        }
+        let mut seen = std::collections::HashSet::new();
+        for f in files {
+            for s in check_file(f)? {
+                if !seen.insert(s.clone()) {
+                    return Err(DbError::DuplicateProcess {
+                        path: f.clone(),
+                        suffix: s,
+                    });
+                }
+            }
+        }
+        let (attach, staging) = if files.len() > MAX_ATTACHED {
+            let dir = std::env::temp_dir().join(format!(
+                "strobe-stage-{}-{}",
+                std::process::id(),
+                strobe_core::clock::now_ns()
+            ));
+            std::fs::create_dir_all(&dir).map_err(|e| DbError::Io {
+                path: dir.clone(),
+                error: e,
+            })?;
+            let staging = Staging(dir.clone());
+            let merged = dir.join("merged.db");
+            crate::merge::merge(files, &merged, &mut |_| {})?;
+            (vec![merged], Some(staging))
+        } else {
+            (files.to_vec(), None)
+        };
+        let mem = Path::new(":memory:");
+        let conn = Connection::open_in_memory().at(mem)?;
+        let mut sets = Vec::new();
+        let mut guid_to_set = HashMap::new();
+        for (k, f) in attach.iter().enumerate() {
+            let alias = format!("db{k}");
+            conn.execute(
+                &format!("ATTACH DATABASE ?1 AS {alias}"),
+                [file_uri(f, "mode=ro")],
+            )
+            .at(f)?;
+            for s in check_schema(&conn, &alias, f)? {
+                guid_to_set.insert(crate::identity::guid_from_suffix(&s), sets.len());
+                sets.push(TableSet {
+                    schema: alias.clone(),
+                    suffix: s,
+                });
+            }
+        }
+        schema::create_views(&conn, &sets, true, &ViewWindow::default()).at(&attach[0])?;
+        Ok(Profile {
+            conn,
+            files: files.to_vec(),
+            sets,
+            guid_to_set,
+            window: ViewWindow::default(),
+            stacks: RefCell::new(StackCache::default()),
+            _staging: staging,
+        })
+    }
+
+    /// The input files.
+    pub fn files(&self) -> &[PathBuf] {
+        &self.files
+    }
+    /// Number of processes (suffixes) across all inputs.
+    pub fn process_count(&self) -> usize {
+        self.sets.len()
+    }
+    /// The connection, with the TEMP views in place. Query it freely; it is
+    /// read-only towards the inputs.
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+    fn path(&self) -> PathBuf {
+        self.files.first().cloned().unwrap_or_default()
+    }
+
+    /// The run's time extent (unrestricted by any window).
+    pub fn run_bounds(&self) -> Result<Option<RunBounds>> {
+        let sql = "SELECT MIN(s), MAX(e) FROM (
+              SELECT start AS s, \"end\" AS e FROM rocpd_info_process
+              UNION ALL SELECT MIN(start), MAX(\"end\") FROM rocpd_region
+              UNION ALL SELECT MIN(timestamp), MAX(timestamp) FROM rocpd_sample
+              UNION ALL SELECT MIN(timestamp), MAX(timestamp) FROM strobe_counter_sample)";
+        let saved = self.window;
+        let r: (Option<i64>, Option<i64>) = if saved == ViewWindow::default() {
+            self.conn
+                .query_row(sql, [], |r| Ok((r.get(0)?, r.get(1)?)))
+                .at(&self.path())?
+        } else {
+            // The window restricts the timed views; bounds come from the tables.
+            let mut parts = Vec::new();
+            for t in &self.sets {
+                parts.push(format!(
+                    "SELECT start AS s, \"end\" AS e FROM \"{0}\".\"rocpd_info_process{1}\"
+                     UNION ALL SELECT MIN(start), MAX(\"end\") FROM \"{0}\".\"rocpd_region{1}\"
+                     UNION ALL SELECT MIN(timestamp), MAX(timestamp) FROM \"{0}\".\"rocpd_sample{1}\"",
+                    t.schema, t.suffix
+                ));
+            }
+            let q = format!("SELECT MIN(s), MAX(e) FROM ({})", parts.join(" UNION ALL "));
+            self.conn
+                .query_row(&q, [], |r| Ok((r.get(0)?, r.get(1)?)))
+                .at(&self.path())?
+        };
+        Ok(match r {
+            (Some(start), Some(end)) => Some(RunBounds {
+                start,
+                end: end.max(start),
+            }),
+            _ => None,
+        })
+    }
+
+    /// Restricts every time-based view (regions, samples, kernels, memory
+    /// operations, counters and everything built on them) to rows that
+    /// overlap `[start, end]`. Bounds are relative to the run start; `None`
+    /// leaves that side open. Returns the absolute window applied.
+    pub fn set_window(
+        &mut self,
+        start: Option<TimeBound>,
+        end: Option<TimeBound>,
+    ) -> Result<(Option<i64>, Option<i64>)> {
+        let resolve = |b: Option<TimeBound>, bounds: Option<RunBounds>| -> Result<Option<i64>> {
+            let Some(b) = b else { return Ok(None) };
+            let Some(rb) = bounds else {
+                return Err(DbError::TimeBound(format!(
+                    "{b:?} (the profile holds no timestamps)"
+                )));
+            };
+            Ok(Some(match b {
+                TimeBound::Ns(n) => rb.start.saturating_add(n),
+                TimeBound::Percent(p) => {
+                    rb.start + ((rb.end - rb.start) as f64 * p / 100.0).round() as i64
+                }
+            }))
+        };
+        let bounds = self.run_bounds()?;
+        let w = ViewWindow {
+            start: resolve(start, bounds)?,
+            end: resolve(end, bounds)?,
+        };
+        schema::create_views(&self.conn, &self.sets, true, &w).at(&self.path())?;
+        self.window = w;
+        Ok((w.start, w.end))
+    }
+
+    /// Runs any SQL and streams its rows: `on_columns` gets the column names
+    /// once, `on_row` each row's values. SQL errors come back as
+    /// [`DbError::Query`] with SQLite's message and the query.
+    pub fn query_each(
+        &self,
+        sql: &str,
+        on_columns: &mut dyn FnMut(&[String]),
+        on_row: &mut dyn FnMut(&[Value]) -> Result<()>,
+    ) -> Result<u64> {
+        let qerr = |e: rusqlite::Error| DbError::Query {
+            message: e.to_string(),
+            sql: sql.to_string(),
+        };
+        let mut st = self.conn.prepare(sql).map_err(qerr)?;
+        let cols: Vec<String> = st.column_names().iter().map(|s| s.to_string()).collect();
+        on_columns(&cols);
+        let n = cols.len();
+        let mut rows = st.query([]).map_err(qerr)?;
+        let mut count = 0u64;
+        let mut vals = Vec::with_capacity(n);
+        while let Some(r) = rows.next().map_err(qerr)? {
+            vals.clear();
+            for k in 0..n {
+                vals.push(r.get::<_, Value>(k).map_err(qerr)?);
+            }
+            on_row(&vals)?;
+            count += 1;
+        }
+        Ok(count)
+    }
+
+    /// Regions of all processes, ordered by start (then longest first, so
+    /// parents come before their children).
+    pub fn regions(&self) -> Result<RowStream<'_, RegionRecord>> {
+        RowStream::new(
+            &self.conn,
+            "SELECT guid, pid, tid, name, category, start, \"end\", event_id, stack_id FROM regions ORDER BY start, \"end\" DESC, guid",
+            &[],
+            |r| {
+                Ok(RegionRecord {
+                    guid: r.get(0)?,
+                    pid: r.get(1)?,
+                    tid: r.get(2)?,
+                    name: r.get(3)?,
+                    category: r.get(4)?,
+                    start: r.get(5)?,
+                    end: r.get(6)?,
+                    event_id: r.get(7)?,
+                    stack_id: r.get(8)?,
+                })
+            },
+            self.path(),
+        )
+    }
+
+    /// Samples ordered by timestamp, each with its stack resolved (leaf
+    /// first). Frame and call-site lookups are cached per distinct value.
+    pub fn samples(&self) -> Result<impl Iterator<Item = Result<SampleRecord>> + '_> {
+        let rows = RowStream::new(
+            &self.conn,
+            "SELECT guid, pid, tid, timestamp, name, stack_id FROM samples ORDER BY timestamp, guid, tid",
+            &[],
+            |r| {
+                Ok(SampleRecord {
+                    guid: r.get(0)?,
+                    pid: r.get(1)?,
+                    tid: r.get(2)?,
+                    timestamp: r.get(3)?,
+                    track: r.get(4)?,
+                    stack_id: r.get(5)?,
+                    frames: Vec::new(),
+                })
+            },
+            self.path(),
+        )?;
+        Ok(rows.map(move |s| {
+            let mut s = s?;
+            if let Some(id) = s.stack_id {
+                s.frames = self.resolve_stack(&s.guid, id)?;
+            }
+            Ok(s)
+        }))
+    }
+
+    /// Resolves a call site of process `guid` into frames, leaf first.
+    pub fn resolve_stack(&self, guid: &str, callsite: i64) -> Result<Vec<ResolvedFrame>> {
+        let Some(&set) = self.guid_to_set.get(guid) else {
+            return Ok(Vec::new());
+        };
+        let ts = &self.sets[set];
+        let path = self.path();
+        let mut cache = self.stacks.borrow_mut();
+        let mut out = Vec::new();
+        let mut cur = Some(callsite);
+        let mut guard = 0;
+        while let Some(cs) = cur {
+            guard += 1;
+            if guard > 100_000 {
+                return Err(DbError::Corrupt {
+                    path,
+                    detail: format!("call site {cs} of {guid} forms a cycle"),
+                });
+            }
+            let (parent, frame) = match cache.callsites.get(&(set, cs)) {
+                Some(v) => *v,
+                None => {
+                    let v: (Option<i64>, i64) = self
+                        .conn
+                        .prepare_cached(&format!("SELECT parent_id, frame_id FROM \"{}\".\"strobe_callsite{}\" WHERE id = ?1", ts.schema, ts.suffix))
+                        .and_then(|mut st| st.query_row([cs], |r| Ok((r.get(0)?, r.get(1)?))))
+                        .map_err(|e| classify(e, &path))?;
+                    cache.callsites.insert((set, cs), v);
+                    v
+                }
+            };
+            let f = match cache.frames.get(&(set, frame)) {
+                Some(f) => f.clone(),
+                None => {
+                    let raw: (Option<String>, i64, Option<String>, Option<String>, Option<i64>) = self
+                        .conn
+                        .prepare_cached(&format!(
+                            "SELECT M.path, F.rel_pc, F.function, F.file, F.line FROM \"{0}\".\"strobe_frame{1}\" F LEFT JOIN \"{0}\".\"strobe_module{1}\" M ON M.id = F.module_id WHERE F.id = ?1",
+                            ts.schema, ts.suffix
+                        ))
+                        .and_then(|mut st| st.query_row([frame], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))))
+                        .map_err(|e| classify(e, &path))?;
+                    let module = raw.0.map(|m| {
+                        cache
+                            .modules
+                            .entry(m.clone())
+                            .or_insert_with(|| Arc::from(m.as_str()))
+                            .clone()
+                    });
+                    let f = ResolvedFrame {
+                        module,
+                        rel_pc: raw.1 as u64,
+                        function: raw.2.map(|s| Arc::from(s.as_str())),
+                        file: raw.3.map(|s| Arc::from(s.as_str())),
+                        line: raw.4.map(|l| l as u32),
+                    };
+                    cache.frames.insert((set, frame), f.clone());
+                    f
+                }
+            };
+            out.push(f);
+            cur = parent;
+        }
+        Ok(out)
+    }
+
+    /// Counter samples ordered by timestamp.
+    pub fn counters(&self) -> Result<RowStream<'_, CounterRecord>> {
+        RowStream::new(
+            &self.conn,
+            "SELECT guid, pid, tid, name, units, timestamp, value FROM strobe_counters ORDER BY timestamp, guid, name",
+            &[],
+            |r| {
+                Ok(CounterRecord {
+                    guid: r.get(0)?,
+                    pid: r.get(1)?,
+                    tid: r.get(2)?,
+                    name: r.get(3)?,
+                    units: r.get(4)?,
+                    timestamp: r.get(5)?,
+                    value: r.get(6)?,
+                })
+            },
+            self.path(),
+        )
+    }
+
+    /// Threads ordered by start time.
+    pub fn threads(&self) -> Result<RowStream<'_, ThreadRecord>> {
+        RowStream::new(
+            &self.conn,
+            "SELECT guid, pid, tid, name, start, \"end\" FROM threads ORDER BY start, guid, tid",
+            &[],
+            |r| {
+                Ok(ThreadRecord {
+                    guid: r.get(0)?,
+                    pid: r.get(1)?,
+                    tid: r.get(2)?,
+                    name: r.get(3)?,
+                    start: r.get(4)?,
+                    end: r.get(5)?,
+                })
+            },
+            self.path(),
+        )
+    }
+}

@@ -1,0 +1,1004 @@
+//! The streaming writer: one profile database per process.
+//!
+//! Owns creating a database file (tables, views, metadata, process and node
+//! rows) and appending records to it in batched transactions: typed append
+//! calls for threads, tracks, strings, events, args, regions, samples with
+//! call stacks, modules, counters and counter samples, plus the symbolization
+//! update of frames. Memory is bounded by the interning caches (distinct
+//! values only) and SQLite's page cache, never by run length. It never starts
+//! a thread and never creates an index; the owner calls [`Writer::maybe_flush`]
+//! (or appends) often enough for the periodic flush to happen.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rusqlite::{params, Connection, OptionalExtension, Statement};
+
+use crate::error::{DbError, Result, SqlContext};
+use crate::identity::{NodeInfo, ProcessUuid};
+use crate::intern::InternCaches;
+use crate::process::ProcessInfo;
+use crate::schema::{self, TableSet, ViewWindow};
+
+/// Row id of an interned string (`rocpd_string.id`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StringId(pub i64);
+/// Row id of a thread (`rocpd_info_thread.id`), not the OS tid.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ThreadRef(pub i64);
+/// Row id of a track (`rocpd_track.id`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TrackId(pub i64);
+/// Row id of an event (`rocpd_event.id`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EventId(pub i64);
+/// Row id of a loaded module (`strobe_module.id`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ModuleId(pub i64);
+/// Row id of an interned frame (`strobe_frame.id`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FrameId(pub i64);
+/// Row id of an interned call site (`strobe_callsite.id`): a stack.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CallSiteId(pub i64);
+/// Row id of a counter description (`rocpd_info_pmc.id`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CounterId(pub i64);
+
+/// Row id of an agent (`rocpd_info_agent.id`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AgentId(pub i64);
+
+/// Kind of agent (`rocpd_info_agent.type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentKind {
+    /// A CPU (socket or the whole host).
+    Cpu,
+    /// A GPU.
+    Gpu,
+}
+
+/// Description of a compute agent (`rocpd_info_agent`).
+#[derive(Debug, Clone)]
+pub struct AgentInfo<'a> {
+    /// CPU or GPU.
+    pub kind: AgentKind,
+    /// Index among all agents.
+    pub absolute_index: u32,
+    /// Index as the runtime numbers them.
+    pub logical_index: u32,
+    /// Index among agents of the same kind.
+    pub type_index: u32,
+    /// Short name, e.g. `cpu0`.
+    pub name: &'a str,
+    /// Model name, e.g. from `/proc/cpuinfo`.
+    pub model_name: Option<&'a str>,
+    /// Vendor name.
+    pub vendor_name: Option<&'a str>,
+    /// Product name.
+    pub product_name: Option<&'a str>,
+}
+
+/// Memory operation kind (`rocpd_memory_allocate.type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AllocOp {
+    /// Allocation.
+    Alloc,
+    /// Release.
+    Free,
+    /// Reallocation.
+    Realloc,
+    /// Reclaim.
+    Reclaim,
+}
+
+/// Memory level (`rocpd_memory_allocate.level`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemLevel {
+    /// Real (resident) memory, e.g. malloc.
+    Real,
+    /// Virtual address space, e.g. mmap.
+    Virtual,
+    /// GPU scratch memory.
+    Scratch,
+}
+
+/// A memory allocation or release (`rocpd_memory_allocate` + its event).
+#[derive(Debug, Clone, Copy)]
+pub struct MemoryOp {
+    /// Thread that performed it.
+    pub thread: ThreadRef,
+    /// Alloc, free, realloc or reclaim.
+    pub op: AllocOp,
+    /// Real, virtual or scratch.
+    pub level: MemLevel,
+    /// Start of the call (ns).
+    pub start_ns: u64,
+    /// End of the call (ns).
+    pub end_ns: u64,
+    /// Address returned or released.
+    pub address: u64,
+    /// Size in bytes (0 for a free of unknown size).
+    pub size: u64,
+    /// Agent owning the memory, if recorded.
+    pub agent: Option<AgentId>,
+    /// Category (e.g. `malloc`), if any.
+    pub category: Option<StringId>,
+    /// Call stack of the call, if captured.
+    pub stack: Option<CallSiteId>,
+}
+
+/// One frame of a sampled call stack as the sampler produces it: the module
+/// it falls in (`None` when no module covers the address; `rel_pc` is then
+/// the absolute address) and the pc relative to the module's load address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StackFrame {
+    /// Module row id from [`Writer::add_module`].
+    pub module: Option<ModuleId>,
+    /// Program counter relative to the module's load address.
+    pub rel_pc: u64,
+}
+
+/// How the writer batches and flushes.
+#[derive(Debug, Clone)]
+pub struct WriterOptions {
+    /// Rows per transaction before a commit (default 20 000). Bounds the
+    /// rows SQLite keeps dirty between commits.
+    pub batch_rows: usize,
+    /// Longest time rows stay uncommitted (default 1 s): a killed process
+    /// loses at most this much. Checked on appends and [`Writer::maybe_flush`].
+    pub flush_interval: Duration,
+    /// SQLite page cache in KiB (default 8 MiB). Bounds the writer's memory.
+    pub cache_kib: u32,
+    /// The node description; `None` reads it with [`NodeInfo::detect`].
+    pub node: Option<NodeInfo>,
+    /// Settings to record in `strobe_settings` (name, value).
+    pub settings: Vec<(String, String)>,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            batch_rows: 20_000,
+            flush_interval: Duration::from_secs(1),
+            cache_kib: 8 * 1024,
+            node: None,
+            settings: Vec::new(),
+        }
+    }
+}
+
+/// Description of a thread (`rocpd_info_thread`).
+#[derive(Debug, Clone, Default)]
+pub struct ThreadInfo<'a> {
+    /// OS thread id.
+    pub tid: u32,
+    /// Thread name, if known.
+    pub name: Option<&'a str>,
+    /// Thread start (monotonic ns), if known.
+    pub start_ns: Option<u64>,
+}
+
+/// Description of a loaded module (`strobe_module`).
+#[derive(Debug, Clone, Default)]
+pub struct ModuleInfo<'a> {
+    /// File path of the mapped object.
+    pub path: &'a str,
+    /// GNU build id in hex, if the object has one.
+    pub build_id: Option<&'a str>,
+    /// Address the module is loaded at (start of its first mapping).
+    pub load_address: u64,
+    /// Size of the mapped range in bytes.
+    pub size: u64,
+    /// File offset of the first mapping.
+    pub file_offset: u64,
+    /// When it was loaded (monotonic ns), if known.
+    pub load_ns: Option<u64>,
+}
+
+/// Description of a counter (`rocpd_info_pmc`, target CPU).
+#[derive(Debug, Clone, Default)]
+pub struct CounterInfo<'a> {
+    /// Counter name, e.g. `task-clock`.
+    pub name: &'a str,
+    /// Short description.
+    pub description: Option<&'a str>,
+    /// Unit, e.g. `ns`, `count`.
+    pub units: Option<&'a str>,
+    /// Where it comes from, e.g. `perf_event`, `rusage`.
+    pub component: Option<&'a str>,
+    /// `true` for accumulating counters (`ACCUM`), else absolute (`ABS`).
+    pub accumulating: bool,
+    /// Derivation expression for derived metrics.
+    pub expression: Option<&'a str>,
+}
+
+/// One argument attached to an event (`rocpd_arg`).
+#[derive(Debug, Clone, Copy)]
+pub struct Arg<'a> {
+    /// Argument name.
+    pub name: &'a str,
+    /// Type name as text, e.g. `int`, `str`.
+    pub ty: &'a str,
+    /// Value as text.
+    pub value: &'a str,
+}
+
+/// A timed region on one thread (`rocpd_region` + its `rocpd_event`).
+#[derive(Debug, Clone, Copy)]
+pub struct Region<'a> {
+    /// Thread the region ran on.
+    pub thread: ThreadRef,
+    /// Start (monotonic ns).
+    pub start_ns: u64,
+    /// End (monotonic ns), `>= start_ns`.
+    pub end_ns: u64,
+    /// Region name.
+    pub name: StringId,
+    /// Category (e.g. `user`, `pthread`), if any.
+    pub category: Option<StringId>,
+    /// Call stack where the region began, if captured.
+    pub stack: Option<CallSiteId>,
+    /// Correlation id linking related events, if any.
+    pub correlation_id: Option<u64>,
+    /// Arguments (`rocpd_arg` rows).
+    pub args: &'a [Arg<'a>],
+}
+
+/// Totals written by [`Writer::finish`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriterTotals {
+    /// Rows appended, all tables together.
+    pub rows: u64,
+    /// Regions appended.
+    pub regions: u64,
+    /// Samples appended.
+    pub samples: u64,
+    /// Counter samples appended.
+    pub counter_samples: u64,
+    /// Commits made.
+    pub commits: u64,
+}
+
+/// Symbol information for one frame, from symbolization after the run.
+#[derive(Debug, Clone, Default)]
+pub struct FrameSymbols<'a> {
+    /// The frame to update.
+    pub frame: FrameId,
+    /// Function name (demangled), if resolved.
+    pub function: Option<&'a str>,
+    /// Source file, if known.
+    pub file: Option<&'a str>,
+    /// Source line, if known.
+    pub line: Option<u32>,
+}
+
+/// The writer's prepared statements, one per insert kind.
+struct Stmts {
+    string: Statement<'static>,
+    thread: Statement<'static>,
+    thread_end: Statement<'static>,
+    track: Statement<'static>,
+    event: Statement<'static>,
+    arg: Statement<'static>,
+    region: Statement<'static>,
+    sample: Statement<'static>,
+    module: Statement<'static>,
+    frame: Statement<'static>,
+    callsite: Statement<'static>,
+    pmc: Statement<'static>,
+    counter: Statement<'static>,
+    memory: Statement<'static>,
+    begin: Statement<'static>,
+    commit: Statement<'static>,
+}
+
+impl Stmts {
+    /// Prepares every statement on `conn` for the tables of suffix `s`.
+    ///
+    /// # Safety
+    ///
+    /// The statements borrow `conn` for `'static`: the caller must keep the
+    /// connection at a fixed address (boxed) and drop the statements before it.
+    unsafe fn new(conn: &Connection, s: &str) -> rusqlite::Result<Stmts> {
+        fn keep(st: Statement<'_>) -> Statement<'static> {
+            // SAFETY: see `Stmts::new`: the connection outlives the statement
+            // and never moves (it lives in a Box owned by the same Writer,
+            // declared after `stmts` so it is dropped after them).
+            unsafe { std::mem::transmute::<Statement<'_>, Statement<'static>>(st) }
+        }
+        Ok(Stmts {
+            string: keep(conn.prepare(&format!("INSERT INTO \"rocpd_string{s}\" (string) VALUES (?1)"))?),
+            thread: keep(conn.prepare(&format!("INSERT INTO \"rocpd_info_thread{s}\" (nid, ppid, pid, tid, name, start) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"))?),
+            thread_end: keep(conn.prepare(&format!("UPDATE \"rocpd_info_thread{s}\" SET \"end\" = ?2 WHERE id = ?1"))?),
+            track: keep(conn.prepare(&format!("INSERT INTO \"rocpd_track{s}\" (nid, pid, tid, name_id) VALUES (?1, ?2, ?3, ?4)"))?),
+            event: keep(conn.prepare(&format!("INSERT INTO \"rocpd_event{s}\" (category_id, stack_id, correlation_id) VALUES (?1, ?2, ?3)"))?),
+            arg: keep(conn.prepare(&format!("INSERT INTO \"rocpd_arg{s}\" (event_id, position, type, name, value) VALUES (?1, ?2, ?3, ?4, ?5)"))?),
+            region: keep(conn.prepare(&format!("INSERT INTO \"rocpd_region{s}\" (nid, pid, tid, start, \"end\", name_id, event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"))?),
+            sample: keep(conn.prepare(&format!("INSERT INTO \"rocpd_sample{s}\" (track_id, timestamp, event_id) VALUES (?1, ?2, ?3)"))?),
+            module: keep(conn.prepare(&format!("INSERT INTO \"strobe_module{s}\" (pid, path, build_id, load_address, size, file_offset, load_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"))?),
+            frame: keep(conn.prepare(&format!("INSERT INTO \"strobe_frame{s}\" (module_id, rel_pc) VALUES (?1, ?2)"))?),
+            callsite: keep(conn.prepare(&format!("INSERT INTO \"strobe_callsite{s}\" (parent_id, frame_id, depth) VALUES (?1, ?2, ?3)"))?),
+            pmc: keep(conn.prepare(&format!("INSERT INTO \"rocpd_info_pmc{s}\" (nid, pid, target_arch, name, symbol, description, component, units, value_type, expression, is_constant, is_derived) VALUES (?1, ?2, 'CPU', ?3, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9)"))?),
+            counter: keep(conn.prepare(&format!("INSERT INTO \"strobe_counter_sample{s}\" (pmc_id, track_id, timestamp, value) VALUES (?1, ?2, ?3, ?4)"))?),
+            memory: keep(conn.prepare(&format!("INSERT INTO \"rocpd_memory_allocate{s}\" (nid, pid, tid, agent_id, type, level, start, \"end\", address, size, event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"))?),
+            begin: keep(conn.prepare("BEGIN")?),
+            commit: keep(conn.prepare("COMMIT")?),
+        })
+    }
+}
+
+/// Timestamps are stored as SQLite INTEGER (i64); u64 nanoseconds fit until
+/// the year 2262, and pcs above 2^63 keep their bits.
+#[inline]
+fn i(v: u64) -> i64 {
+    v as i64
+}
+
+/// The streaming writer of one process database.
+///
+/// Create it with [`Writer::create`], append from one thread (it is `Send`,
+/// not `Sync`), call [`Writer::maybe_flush`] from the owner's loop when idle,
+/// and end with [`Writer::finish`]. Rows are committed every
+/// [`WriterOptions::batch_rows`] rows or [`WriterOptions::flush_interval`],
+/// whichever comes first; committed rows are visible to readers in other
+/// processes (WAL mode) and survive the writer being killed.
+pub struct Writer {
+    /// Declared first: dropped before `conn`, which they borrow.
+    stmts: Stmts,
+    path: PathBuf,
+    suffix: String,
+    guid: String,
+    nid: i64,
+    proc_row: i64,
+    ppid: u32,
+    opts: WriterOptions,
+    caches: InternCaches,
+    in_tx: bool,
+    rows_in_tx: usize,
+    last_commit: Instant,
+    sample_category: Option<i64>,
+    totals: WriterTotals,
+    finished: bool,
+    /// Boxed so its address never changes while `stmts` borrow it.
+    conn: Box<Connection>,
+}
+
+impl Writer {
+    /// Creates a new database at `path` for `process`: all rocpd and strobe
+    /// tables with the process's uuid suffix, the unsuffixed and standard
+    /// views, metadata, the node and process rows. Fails if `path` exists
+    /// (a profile is never overwritten).
+    pub fn create(
+        path: impl AsRef<Path>,
+        process: &ProcessInfo,
+        opts: WriterOptions,
+    ) -> Result<Writer> {
+        let path = path.as_ref().to_path_buf();
+        if path.exists() {
+            return Err(DbError::Io {
+                path,
+                error: std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    "a file already exists there; profiles are never overwritten (remove it or choose another output path)",
+                ),
+            });
+        }
+        let node = opts.node.clone().unwrap_or_else(NodeInfo::detect);
+        let uuid = ProcessUuid::new(
+            &node.machine_id,
+            process.pid,
+            process.ppid,
+            process.start_unix_ns,
+        );
+        let suffix = uuid.suffix();
+        let guid = uuid.guid();
+        let conn = Connection::open(&path).at(&path)?;
+        conn.execute_batch(&format!(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-{};",
+            opts.cache_kib
+        ))
+        .at(&path)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        conn.execute_batch("BEGIN").at(&path)?;
+        schema::create_tables(&conn, &suffix, &guid).at(&path)?;
+        schema::create_views(
+            &conn,
+            &[TableSet {
+                schema: "main".into(),
+                suffix: suffix.clone(),
+            }],
+            false,
+            &ViewWindow::default(),
+        )
+        .at(&path)?;
+        let s = &suffix;
+        // AUTOINCREMENT looks its table up in sqlite_sequence by scanning
+        // from the first row on every insert: seed the rows so the hottest
+        // tables come first.
+        let hot = [
+            "rocpd_event",
+            "rocpd_sample",
+            "rocpd_region",
+            "rocpd_arg",
+            "strobe_counter_sample",
+            "strobe_callsite",
+            "strobe_frame",
+            "rocpd_string",
+        ];
+        for t in hot
+            .iter()
+            .copied()
+            .chain(schema::all_tables().filter(|t| !hot.contains(t) && *t != "rocpd_metadata"))
+        {
+            conn.execute(
+                "INSERT INTO sqlite_sequence (name, seq) VALUES (?1, 0)",
+                [format!("{t}{s}")],
+            )
+            .at(&path)?;
+        }
+        conn.execute(
+            &format!("INSERT INTO \"rocpd_info_node{s}\" (hash, machine_id, system_name, hostname, release, version, hardware_name, domain_name) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
+            params![node.hash(), node.machine_id, node.system_name, node.hostname, node.release, node.version, node.hardware_name, node.domain_name],
+        )
+        .at(&path)?;
+        let nid = conn.last_insert_rowid();
+        let env: serde_json::Map<String, serde_json::Value> = process
+            .environment
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect();
+        conn.execute(
+            &format!("INSERT INTO \"rocpd_info_process{s}\" (nid, ppid, pid, init, start, command, environment) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
+            params![nid, process.ppid, process.pid, i(process.init_ns), i(process.start_ns), process.command, serde_json::Value::Object(env).to_string()],
+        )
+        .at(&path)?;
+        let proc_row = conn.last_insert_rowid();
+        {
+            let mut st = conn
+                .prepare(&format!(
+                    "INSERT INTO \"strobe_settings{s}\" (name, value) VALUES (?1, ?2)"
+                ))
+                .at(&path)?;
+            st.execute(params!["strobe_version", env!("CARGO_PKG_VERSION")])
+                .at(&path)?;
+            for (k, v) in &opts.settings {
+                st.execute(params![k, v]).at(&path)?;
+            }
+        }
+        conn.execute_batch("COMMIT").at(&path)?;
+        let conn = Box::new(conn);
+        // SAFETY: `conn` is boxed and moved into the Writer together with
+        // the statements; `stmts` is declared before `conn`, so it is
+        // dropped first.
+        let stmts = unsafe { Stmts::new(&conn, &suffix) }.at(&path)?;
+        Ok(Writer {
+            stmts,
+            conn,
+            path,
+            suffix,
+            guid,
+            nid,
+            proc_row,
+            ppid: process.ppid,
+            opts,
+            caches: InternCaches::default(),
+            in_tx: false,
+            rows_in_tx: 0,
+            last_commit: Instant::now(),
+            sample_category: None,
+            totals: WriterTotals::default(),
+            finished: false,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    /// The table suffix of this process (`_` + uuid with `_`).
+    pub fn suffix(&self) -> &str {
+        &self.suffix
+    }
+    /// The dashed uuid stored in every row's `guid`.
+    pub fn guid(&self) -> &str {
+        &self.guid
+    }
+    /// Number of interned (strings, frames, call sites, whole stacks) held
+    /// in memory. The first three grow with distinct values only; the last
+    /// is capped at 16 384.
+    pub fn cache_sizes(&self) -> (usize, usize, usize, usize) {
+        self.caches.sizes()
+    }
+    /// Rows appended and not yet committed.
+    pub fn pending_rows(&self) -> usize {
+        self.rows_in_tx
+    }
+    /// Totals so far.
+    pub fn totals(&self) -> &WriterTotals {
+        &self.totals
+    }
+
+    #[inline]
+    fn begin_row(&mut self) -> Result<()> {
+        if !self.in_tx {
+            self.stmts.begin.execute([]).at(&self.path)?;
+            self.in_tx = true;
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn end_row(&mut self, rows: usize) -> Result<()> {
+        self.rows_in_tx += rows;
+        self.totals.rows += rows as u64;
+        if self.rows_in_tx >= self.opts.batch_rows
+            || (self.rows_in_tx % 1024 < rows
+                && self.last_commit.elapsed() >= self.opts.flush_interval)
+        {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Commits every appended row now. After it returns, other processes
+    /// see the rows and a crash cannot lose them.
+    pub fn flush(&mut self) -> Result<()> {
+        if self.in_tx {
+            self.stmts.commit.execute([]).at(&self.path)?;
+            self.in_tx = false;
+            self.totals.commits += 1;
+        }
+        self.rows_in_tx = 0;
+        self.last_commit = Instant::now();
+        Ok(())
+    }
+
+    /// Commits if the flush interval has passed since the last commit. Call
+    /// it from the owner's loop when no records arrive, so the last rows are
+    /// never held longer than the interval. Cheap when there is nothing to do.
+    pub fn maybe_flush(&mut self) -> Result<bool> {
+        if self.in_tx && self.last_commit.elapsed() >= self.opts.flush_interval {
+            self.flush()?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Interns a string: returns the id of `s` in `rocpd_string`, inserting
+    /// it the first time. The cache keeps one copy per distinct string.
+    pub fn intern_string(&mut self, s: &str) -> Result<StringId> {
+        if let Some(id) = self.caches.string(s) {
+            return Ok(StringId(id));
+        }
+        self.begin_row()?;
+        {
+            let st = &mut self.stmts.string;
+            st.execute([s])
+        }
+        .at(&self.path)?;
+        let id = self.conn.last_insert_rowid();
+        self.caches.add_string(s, id);
+        self.end_row(1)?;
+        Ok(StringId(id))
+    }
+
+    /// Adds a thread; returns its row id (use it, not the tid, everywhere).
+    pub fn add_thread(&mut self, t: &ThreadInfo<'_>) -> Result<ThreadRef> {
+        self.begin_row()?;
+        {
+            let st = &mut self.stmts.thread;
+            {
+                st.execute(params![
+                    self.nid,
+                    self.ppid,
+                    self.proc_row,
+                    t.tid,
+                    t.name,
+                    t.start_ns.map(i)
+                ])
+            }
+        }
+        .at(&self.path)?;
+        let id = self.conn.last_insert_rowid();
+        self.end_row(1)?;
+        Ok(ThreadRef(id))
+    }
+
+    /// Records the end time of a thread.
+    pub fn end_thread(&mut self, thread: ThreadRef, end_ns: u64) -> Result<()> {
+        self.begin_row()?;
+        {
+            let st = &mut self.stmts.thread_end;
+            st.execute(params![thread.0, i(end_ns)])
+        }
+        .at(&self.path)?;
+        self.end_row(1)
+    }
+
+    /// Adds a track (a timeline samples or counters are placed on), for a
+    /// thread or for the whole process (`thread = None`).
+    pub fn add_track(&mut self, thread: Option<ThreadRef>, name: &str) -> Result<TrackId> {
+        let name = self.intern_string(name)?;
+        self.begin_row()?;
+        {
+            let st = &mut self.stmts.track;
+            st.execute(params![
+                self.nid,
+                self.proc_row,
+                thread.map(|t| t.0),
+                name.0
+            ])
+        }
+        .at(&self.path)?;
+        let id = self.conn.last_insert_rowid();
+        self.end_row(1)?;
+        Ok(TrackId(id))
+    }
+
+    /// Appends an event row (the record regions, samples and counter events
+    /// hang off) with its arguments.
+    pub fn append_event(
+        &mut self,
+        category: Option<StringId>,
+        stack: Option<CallSiteId>,
+        correlation_id: Option<u64>,
+        args: &[Arg<'_>],
+    ) -> Result<EventId> {
+        self.begin_row()?;
+        {
+            let st = &mut self.stmts.event;
+            st.execute(params![
+                category.map(|c| c.0),
+                stack.map(|c| c.0),
+                correlation_id.map(i)
+            ])
+        }
+        .at(&self.path)?;
+        let id = self.conn.last_insert_rowid();
+        if !args.is_empty() {
+            let st = &mut self.stmts.arg;
+            for (pos, a) in args.iter().enumerate() {
+                st.execute(params![id, pos as i64, a.ty, a.name, a.value])
+                    .at(&self.path)?;
+            }
+        }
+        self.end_row(1 + args.len())?;
+        Ok(EventId(id))
+    }
+
+    /// Appends a completed region (its event row, args and region row).
+    pub fn append_region(&mut self, r: &Region<'_>) -> Result<EventId> {
+        let ev = self.append_event(r.category, r.stack, r.correlation_id, r.args)?;
+        self.begin_row()?;
+        {
+            let st = &mut self.stmts.region;
+            {
+                st.execute(params![
+                    self.nid,
+                    self.proc_row,
+                    r.thread.0,
+                    i(r.start_ns),
+                    i(r.end_ns.max(r.start_ns)),
+                    r.name.0,
+                    ev.0
+                ])
+            }
+        }
+        .at(&self.path)?;
+        self.totals.regions += 1;
+        self.end_row(1)?;
+        Ok(ev)
+    }
+
+    /// Adds a loaded module; frames refer to it by the returned id.
+    pub fn add_module(&mut self, m: &ModuleInfo<'_>) -> Result<ModuleId> {
+        self.begin_row()?;
+        {
+            let st = &mut self.stmts.module;
+            {
+                st.execute(params![
+                    self.proc_row,
+                    m.path,
+                    m.build_id,
+                    i(m.load_address),
+                    i(m.size),
+                    i(m.file_offset),
+                    m.load_ns.map(i)
+                ])
+            }
+        }
+        .at(&self.path)?;
+        let id = self.conn.last_insert_rowid();
+        self.end_row(1)?;
+        Ok(ModuleId(id))
+    }
+
+    /// Interns a frame (module + relative pc); names come later through
+    /// [`Writer::set_frame_symbols`] or [`crate::symbols::set_frame_symbols`].
+    pub fn intern_frame(&mut self, f: StackFrame) -> Result<FrameId> {
+        let m = f.module.map_or(0, |m| m.0);
+        if let Some(id) = self.caches.frame(m, f.rel_pc) {
+            return Ok(FrameId(id));
+        }
+        self.begin_row()?;
+        {
+            let st = &mut self.stmts.frame;
+            st.execute(params![f.module.map(|m| m.0), i(f.rel_pc)])
+        }
+        .at(&self.path)?;
+        let id = self.conn.last_insert_rowid();
+        self.caches.add_frame(m, f.rel_pc, id);
+        self.end_row(1)?;
+        Ok(FrameId(id))
+    }
+
+    /// Interns a call stack given leaf first (`frames[0]` is the innermost
+    /// frame, as unwinders produce it) and returns the call site of the leaf.
+    /// Returns `None` for an empty stack.
+    pub fn intern_stack(&mut self, frames: &[StackFrame]) -> Result<Option<CallSiteId>> {
+        if let Some(leaf) = self.caches.stack(frames) {
+            return Ok((leaf != 0).then_some(CallSiteId(leaf)));
+        }
+        let mut parent = 0i64;
+        for (depth, f) in frames.iter().rev().enumerate() {
+            let frame = self.intern_frame(*f)?.0;
+            parent = match self.caches.callsite(parent, frame) {
+                Some(id) => id,
+                None => {
+                    self.begin_row()?;
+                    {
+                        let st = &mut self.stmts.callsite;
+                        {
+                            st.execute(params![
+                                (parent != 0).then_some(parent),
+                                frame,
+                                depth as i64
+                            ])
+                        }
+                    }
+                    .at(&self.path)?;
+                    let id = self.conn.last_insert_rowid();
+                    self.caches.add_callsite(parent, frame, id);
+                    self.end_row(1)?;
+                    id
+                }
+            };
+        }
+        self.caches.add_stack(frames, parent);
+        Ok((parent != 0).then_some(CallSiteId(parent)))
+    }
+
+    /// Appends one sample: `frames` leaf first, on `track` (a thread's
+    /// sample track from [`Writer::add_track`]) at `timestamp_ns`. Writes an
+    /// event (category `sample`, `stack_id` = the interned call site) and a
+    /// `rocpd_sample` row.
+    pub fn append_sample(
+        &mut self,
+        track: TrackId,
+        timestamp_ns: u64,
+        frames: &[StackFrame],
+    ) -> Result<EventId> {
+        let cat = match self.sample_category {
+            Some(c) => c,
+            None => {
+                let c = self.intern_string("sample")?.0;
+                self.sample_category = Some(c);
+                c
+            }
+        };
+        let stack = self.intern_stack(frames)?;
+        let ev = self.append_event(Some(StringId(cat)), stack, None, &[])?;
+        self.begin_row()?;
+        {
+            let st = &mut self.stmts.sample;
+            st.execute(params![track.0, i(timestamp_ns), ev.0])
+        }
+        .at(&self.path)?;
+        self.totals.samples += 1;
+        self.end_row(1)?;
+        Ok(ev)
+    }
+
+    /// Describes a counter (`rocpd_info_pmc`, target CPU).
+    pub fn add_counter(&mut self, c: &CounterInfo<'_>) -> Result<CounterId> {
+        self.begin_row()?;
+        {
+            let st = &mut self.stmts.pmc;
+            {
+                st.execute(params![
+                    self.nid,
+                    self.proc_row,
+                    c.name,
+                    c.description,
+                    c.component,
+                    c.units.unwrap_or(""),
+                    if c.accumulating { "ACCUM" } else { "ABS" },
+                    c.expression,
+                    c.expression.is_some() as i64
+                ])
+            }
+        }
+        .at(&self.path)?;
+        let id = self.conn.last_insert_rowid();
+        self.end_row(1)?;
+        Ok(CounterId(id))
+    }
+
+    /// Appends one point of a counter's time series (`strobe_counter_sample`),
+    /// optionally placed on a track (per-thread counters).
+    pub fn append_counter_sample(
+        &mut self,
+        counter: CounterId,
+        track: Option<TrackId>,
+        timestamp_ns: u64,
+        value: f64,
+    ) -> Result<()> {
+        self.begin_row()?;
+        {
+            let st = &mut self.stmts.counter;
+            st.execute(params![
+                counter.0,
+                track.map(|t| t.0),
+                i(timestamp_ns),
+                value
+            ])
+        }
+        .at(&self.path)?;
+        self.totals.counter_samples += 1;
+        self.end_row(1)
+    }
+
+    /// Adds a compute agent (`rocpd_info_agent`).
+    pub fn add_agent(&mut self, a: &AgentInfo<'_>) -> Result<AgentId> {
+        self.begin_row()?;
+        let kind = match a.kind {
+            AgentKind::Cpu => "CPU",
+            AgentKind::Gpu => "GPU",
+        };
+        self.conn
+            .execute(
+                &format!("INSERT INTO \"rocpd_info_agent{}\" (nid, pid, type, absolute_index, logical_index, type_index, name, model_name, vendor_name, product_name) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", self.suffix),
+                params![self.nid, self.proc_row, kind, a.absolute_index, a.logical_index, a.type_index, a.name, a.model_name, a.vendor_name, a.product_name],
+            )
+            .at(&self.path)?;
+        let id = self.conn.last_insert_rowid();
+        self.end_row(1)?;
+        Ok(AgentId(id))
+    }
+
+    /// Appends a memory allocation or release (its event and its
+    /// `rocpd_memory_allocate` row).
+    pub fn append_memory_op(&mut self, m: &MemoryOp) -> Result<EventId> {
+        let ev = self.append_event(m.category, m.stack, None, &[])?;
+        let op = match m.op {
+            AllocOp::Alloc => "ALLOC",
+            AllocOp::Free => "FREE",
+            AllocOp::Realloc => "REALLOC",
+            AllocOp::Reclaim => "RECLAIM",
+        };
+        let level = match m.level {
+            MemLevel::Real => "REAL",
+            MemLevel::Virtual => "VIRTUAL",
+            MemLevel::Scratch => "SCRATCH",
+        };
+        self.begin_row()?;
+        {
+            let st = &mut self.stmts.memory;
+            st.execute(params![
+                self.nid,
+                self.proc_row,
+                m.thread.0,
+                m.agent.map(|a| a.0),
+                op,
+                level,
+                i(m.start_ns),
+                i(m.end_ns.max(m.start_ns)),
+                i(m.address),
+                i(m.size),
+                ev.0
+            ])
+        }
+        .at(&self.path)?;
+        self.end_row(1)?;
+        Ok(ev)
+    }
+
+    /// Records when a module was unloaded (`dlclose`).
+    pub fn end_module(&mut self, module: ModuleId, unload_ns: u64) -> Result<()> {
+        self.begin_row()?;
+        self.conn
+            .execute(
+                &format!(
+                    "UPDATE \"strobe_module{}\" SET unload_time = ?2 WHERE id = ?1",
+                    self.suffix
+                ),
+                params![module.0, i(unload_ns)],
+            )
+            .at(&self.path)?;
+        self.end_row(1)
+    }
+
+    /// Records a setting or fact in `strobe_settings`.
+    pub fn add_setting(&mut self, name: &str, value: &str) -> Result<()> {
+        self.begin_row()?;
+        self.conn
+            .execute(
+                &format!(
+                    "INSERT INTO \"strobe_settings{}\" (name, value) VALUES (?1, ?2)",
+                    self.suffix
+                ),
+                params![name, value],
+            )
+            .at(&self.path)?;
+        self.end_row(1)
+    }
+
+    /// Sets function, file and line of frames (symbolization). Can run
+    /// during the run or at its end; after the run use
+    /// [`crate::symbols::set_frame_symbols`] on the closed file.
+    pub fn set_frame_symbols(&mut self, symbols: &[FrameSymbols<'_>]) -> Result<()> {
+        self.begin_row()?;
+        crate::symbols::update_frames(&self.conn, &self.suffix, symbols).at(&self.path)?;
+        self.end_row(symbols.len())
+    }
+
+    /// Ends the run: commits, records the process end time (`end`, `fini`),
+    /// closes threads that have no end time at `end_ns`, writes the totals
+    /// into `strobe_settings`, and checkpoints the WAL into the main file.
+    pub fn finish(mut self, end_ns: u64) -> Result<WriterTotals> {
+        self.flush()?;
+        let s = self.suffix.clone();
+        let t = self.totals.clone();
+        let sql = format!(
+            "BEGIN;
+             UPDATE \"rocpd_info_process{s}\" SET \"end\" = {e}, fini = {e} WHERE id = {p};
+             UPDATE \"rocpd_info_thread{s}\" SET \"end\" = {e} WHERE \"end\" IS NULL;
+             INSERT INTO \"strobe_settings{s}\" (name, value) VALUES
+               ('total_rows', '{}'), ('total_regions', '{}'), ('total_samples', '{}'), ('total_counter_samples', '{}');
+             COMMIT;",
+            t.rows,
+            t.regions,
+            t.samples,
+            t.counter_samples,
+            e = i(end_ns),
+            p = self.proc_row,
+        );
+        self.conn.execute_batch(&sql).at(&self.path)?;
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .optional()
+            .at(&self.path)?;
+        self.finished = true;
+        Ok(t)
+    }
+}
+
+// SAFETY: a Writer exclusively owns its connection and every statement
+// borrowing it; none of them is reachable from outside (the statements are
+// private and never handed out), so moving the whole bundle to another thread
+// moves all users of the connection together. Bundled SQLite is built
+// thread-safe (SQLITE_THREADSAFE=1), which allows a connection and its
+// statements to be used from any thread as long as not concurrently, and
+// Writer is not Sync, so no two threads can use it at once.
+unsafe impl Send for Writer {}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if !self.finished && self.in_tx {
+            // Best effort: keep what was collected when the owner forgot
+            // finish() or unwinds; errors cannot be reported from drop.
+            let _ = self.conn.execute_batch("COMMIT");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    fn assert_send<T: Send>() {}
+
+    #[test]
+    fn writer_is_send() {
+        assert_send::<super::Writer>();
+    }
+}

@@ -1,0 +1,226 @@
+//! Summary numbers checked against values computed by hand from the rows
+//! `common::write_small` writes.
+
+mod common;
+
+use strobe_db::summary::{function_summary, region_summary, thread_summary};
+use strobe_db::Profile;
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-6
+}
+
+#[test]
+fn region_statistics_match_hand_computed_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.db");
+    common::write_small(&path, 77);
+    let p = Profile::open(&[path.to_str().unwrap()]).unwrap();
+    let rows = region_summary(&p, false).unwrap();
+    assert_eq!(rows.len(), 2);
+    // compute: 10, 20, 30, 40 ns.  io: 100 ns. Equal totals: name order.
+    let c = &rows[0];
+    assert_eq!(c.name, "compute");
+    assert_eq!(
+        (c.total_ns, c.instances, c.min_ns, c.max_ns),
+        (100, 4, 10, 40)
+    );
+    assert!(close(c.avg_ns, 25.0) && close(c.med_ns, 25.0));
+    assert!(
+        close(c.stddev_ns, (500.0f64 / 3.0).sqrt()),
+        "{}",
+        c.stddev_ns
+    );
+    assert!(close(c.time_pct, 50.0));
+    let io = &rows[1];
+    assert_eq!(
+        (io.name.as_str(), io.total_ns, io.instances),
+        ("io", 100, 1)
+    );
+    assert!(close(io.med_ns, 100.0) && close(io.stddev_ns, 0.0) && close(io.time_pct, 50.0));
+}
+
+#[test]
+fn odd_count_median_and_sorting_by_total() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.db");
+    let mut w = strobe_db::Writer::create(&path, &common::process(3), common::opts()).unwrap();
+    let t = w
+        .add_thread(&strobe_db::ThreadInfo {
+            tid: 3,
+            name: None,
+            start_ns: Some(0),
+        })
+        .unwrap();
+    let a = w.intern_string("a").unwrap();
+    let b = w.intern_string("b").unwrap();
+    let region = |w: &mut strobe_db::Writer, name, s: u64, d: u64| {
+        w.append_region(&strobe_db::Region {
+            thread: t,
+            start_ns: s,
+            end_ns: s + d,
+            name,
+            category: None,
+            stack: None,
+            correlation_id: None,
+            args: &[],
+        })
+        .unwrap();
+    };
+    // a: 5, 1, 300 (written out of order) -> total 306, median 5.  b: 50, 50 -> total 100.
+    region(&mut w, a, 0, 5);
+    region(&mut w, b, 10, 50);
+    region(&mut w, a, 20, 1);
+    region(&mut w, a, 30, 300);
+    region(&mut w, b, 40, 50);
+    w.finish(1000).unwrap();
+    let p = Profile::open(&[path.to_str().unwrap()]).unwrap();
+    let rows = region_summary(&p, false).unwrap();
+    assert_eq!(
+        rows.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+        vec!["a", "b"]
+    );
+    assert!(close(rows[0].med_ns, 5.0));
+    assert!(close(rows[0].avg_ns, 102.0));
+    assert!(close(rows[0].time_pct, 306.0 * 100.0 / 406.0));
+    assert!(close(rows[1].stddev_ns, 0.0));
+}
+
+#[test]
+fn sampled_functions_self_and_inclusive() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.db");
+    common::write_small(&path, 77);
+    let p = Profile::open(&[path.to_str().unwrap()]).unwrap();
+    let rows = function_summary(&p, false).unwrap();
+    let get = |n: &str| {
+        rows.iter()
+            .find(|r| r.name == n)
+            .unwrap_or_else(|| panic!("{n} in {rows:?}"))
+    };
+    // 6 samples: leaf_a(0x30) x3, leaf_b(0x40) x2, main(0x10) alone x1; work = 0x20.
+    assert_eq!(
+        (
+            get("prog+0x30").self_samples,
+            get("prog+0x30").total_samples
+        ),
+        (3, 3)
+    );
+    assert_eq!(
+        (
+            get("prog+0x40").self_samples,
+            get("prog+0x40").total_samples
+        ),
+        (2, 2)
+    );
+    assert_eq!(
+        (
+            get("prog+0x20").self_samples,
+            get("prog+0x20").total_samples
+        ),
+        (0, 5)
+    );
+    assert_eq!(
+        (
+            get("prog+0x10").self_samples,
+            get("prog+0x10").total_samples
+        ),
+        (1, 6)
+    );
+    assert!(close(get("prog+0x30").self_pct, 50.0));
+    assert!(close(get("prog+0x10").total_pct, 100.0));
+    assert_eq!(rows[0].name, "prog+0x30", "sorted by self samples");
+
+    // After symbolization the function name replaces module+offset.
+    drop(p);
+    let frames = strobe_db::symbols::unsymbolized_frames(&path).unwrap();
+    let f = frames.iter().find(|f| f.rel_pc == 0x20).unwrap();
+    strobe_db::symbols::set_frame_symbols(
+        &path,
+        &f.suffix,
+        &[strobe_db::FrameSymbols {
+            frame: f.frame,
+            function: Some("work"),
+            file: None,
+            line: None,
+        }],
+    )
+    .unwrap();
+    let p = Profile::open(&[path.to_str().unwrap()]).unwrap();
+    let rows = function_summary(&p, false).unwrap();
+    assert_eq!(
+        rows.iter()
+            .find(|r| r.name == "work")
+            .unwrap()
+            .total_samples,
+        5
+    );
+}
+
+#[test]
+fn per_thread_and_by_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.db");
+    let b = dir.path().join("b.db");
+    common::write_small(&a, 10);
+    common::write_small(&b, 20);
+    let p = Profile::open(&[a.to_str().unwrap(), b.to_str().unwrap()]).unwrap();
+    let threads = thread_summary(&p, false).unwrap();
+    assert_eq!(threads.len(), 4);
+    let main10 = threads.iter().find(|t| t.tid == 10).unwrap();
+    // main thread: samples 0,1,3,4 on track 1; 4 regions totalling 100 ns.
+    assert_eq!(
+        (main10.samples, main10.regions, main10.region_total_ns),
+        (4, 4, 100)
+    );
+    assert!(close(main10.sample_pct, 4.0 * 100.0 / 12.0));
+    assert_eq!(main10.lifetime_ns, Some(2_000));
+    let by = thread_summary(&p, true).unwrap();
+    assert!(close(
+        by.iter().find(|t| t.tid == 10).unwrap().sample_pct,
+        4.0 * 100.0 / 6.0
+    ));
+
+    let regions = region_summary(&p, true).unwrap();
+    assert_eq!(regions.len(), 4);
+    for pid in [10, 20] {
+        let share: f64 = regions
+            .iter()
+            .filter(|r| r.pid == Some(pid))
+            .map(|r| r.time_pct)
+            .sum();
+        assert!(close(share, 100.0));
+    }
+    let all = region_summary(&p, false).unwrap();
+    assert_eq!(all[0].instances, 8);
+    let funcs = function_summary(&p, true).unwrap();
+    assert_eq!(funcs.iter().filter(|f| f.name == "prog+0x10").count(), 2);
+}
+
+#[test]
+fn time_window_restricts_views() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.db");
+    common::write_small(&path, 9);
+    let mut p = Profile::open(&[path.to_str().unwrap()]).unwrap();
+    // Run: process start 1000 to end 3000. Regions at 2000, 2100, 2200, 2300 (compute) and 2050 (io).
+    let (s, e) = p
+        .set_window(Some("1150".parse().unwrap()), Some("60%".parse().unwrap()))
+        .unwrap();
+    assert_eq!((s, e), (Some(2150), Some(2200)));
+    let names: Vec<(String, i64)> = p
+        .regions()
+        .unwrap()
+        .map(|r| r.unwrap())
+        .map(|r| (r.name, r.start))
+        .collect();
+    // Overlapping [2150, 2200]: io (2050-2150) and compute at 2200 (2200-2230).
+    assert_eq!(
+        names,
+        vec![("io".to_string(), 2050), ("compute".to_string(), 2200)]
+    );
+    // Samples at 2000..2050 step 10: none in the window.
+    assert_eq!(p.samples().unwrap().count(), 0);
+    p.set_window(None, None).unwrap();
+    assert_eq!(p.regions().unwrap().count(), 5);
+}
