@@ -102,7 +102,7 @@ typedef struct {
     uint64_t name_id, correlation_id;
 } strobe_region_record_t; /* 40 bytes */
 
-#define STROBE_MAX_SAMPLE_FRAMES 256
+#define STROBE_MAX_SAMPLE_FRAMES 8000
 typedef struct {
     uint64_t timestamp_ns;
     uint32_t tid, cpu;

@@ -90,6 +90,29 @@ pub(crate) fn deactivate_callback(kind: Kind, svc: &'static CallbackService) {
     CALLBACK_TABLES[kind as usize].remove(svc)
 }
 
+/// In a forked child: stops every context of the parent from receiving
+/// records, without taking a lock (the parent's callback threads do not
+/// exist in the child, so its buffers could never be delivered). Contexts
+/// created afterwards work normally. Call first thing after `fork()`
+/// returns in the child.
+pub fn forget_contexts_after_fork() {
+    for table in &BUFFER_TABLES {
+        table.clear();
+    }
+    for table in &CALLBACK_TABLES {
+        table.clear();
+    }
+}
+
+impl<T> Table<T> {
+    fn clear(&self) {
+        for slot in &self.slots {
+            slot.store(std::ptr::null_mut(), Ordering::Release);
+        }
+        self.count.store(0, Ordering::Release);
+    }
+}
+
 /// What an emission did: how many buffers stored the record and how many
 /// dropped it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use crate::kind::{Category, Kind};
 use std::ffi::c_void;
 
 /// The most frame addresses a [`SampleRecord`] carries.
-pub const MAX_SAMPLE_FRAMES: usize = 256;
+pub const MAX_SAMPLE_FRAMES: usize = 8000;
 /// The most text bytes a [`MarkerRecord`] carries.
 pub const MAX_MARKER_TEXT: usize = 1024;
 /// The largest record payload a buffer accepts, in bytes (a header stores

@@ -186,7 +186,7 @@ fn mixed_kinds_and_variable_length_records_through_global_emit() {
     ctx.start().unwrap();
     // Global emission reaches this context (other tests in this binary do
     // not trace these kinds).
-    let frames: Vec<u64> = (0..300).collect();
+    let frames: Vec<u64> = (0..strobe_buffer::record::MAX_SAMPLE_FRAMES as u64 + 44).collect();
     let head = SampleRecord {
         timestamp_ns: 1,
         tid: 2,

@@ -616,6 +616,21 @@ impl Writer {
         self.end_row(1)
     }
 
+    /// Sets or replaces the name of a thread (names are often given after
+    /// the thread started; the last one wins).
+    pub fn set_thread_name(&mut self, thread: ThreadRef, name: &str) -> Result<()> {
+        self.begin_row()?;
+        let sql = format!(
+            "UPDATE \"rocpd_info_thread{}\" SET name = ?2 WHERE id = ?1",
+            self.suffix
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut st| st.execute(params![thread.0, name]))
+            .at(&self.path)?;
+        self.end_row(1)
+    }
+
     /// Adds a track (a timeline samples or counters are placed on), for a
     /// thread or for the whole process (`thread = None`).
     pub fn add_track(&mut self, thread: Option<ThreadRef>, name: &str) -> Result<TrackId> {

@@ -12,7 +12,8 @@ use crate::recorder::Recorder;
 use std::ops::Range;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use strobe_core::settings::{Key, Settings};
 use strobe_sampler::{Sampler, SamplerConfig};
 
@@ -30,6 +31,12 @@ pub struct Runtime {
     /// routine lies here are strobe's own and are not sampled.
     pub own_text: Range<u64>,
     finalized: AtomicBool,
+    ticker: Mutex<Option<JoinHandle<()>>>,
+    ticker_stop: AtomicBool,
+    /// Wakes the ticker (stop, emergency flush).
+    wake_fd: i32,
+    /// The ticker's answer to an emergency flush.
+    done_fd: i32,
 }
 
 static CURRENT: AtomicPtr<Runtime> = AtomicPtr::new(ptr::null_mut());
@@ -80,18 +87,96 @@ pub fn start(settings: Settings) {
     } else {
         None
     };
-    let rt = Box::leak(Box::new(Runtime {
+    // SAFETY: eventfd has no memory preconditions.
+    let (wake_fd, done_fd) = unsafe {
+        (
+            libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK),
+            libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK),
+        )
+    };
+    let tools = settings.list(Key::ToolLib).join(":");
+    let rt: &'static Runtime = Box::leak(Box::new(Runtime {
         settings,
         sampler,
         recorder,
         tracing,
         own_text: own_text(),
         finalized: AtomicBool::new(false),
+        ticker: Mutex::new(None),
+        ticker_stop: AtomicBool::new(false),
+        wake_fd,
+        done_fd,
     }));
-    CURRENT.store(rt, Ordering::Release);
+    CURRENT.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
+    if !tools.is_empty() {
+        strobe_buffer::tool::load_list(&tools);
+    }
+    match std::thread::Builder::new()
+        .name("strobe-ticker".into())
+        .spawn(move || ticker(rt))
+    {
+        Ok(handle) => *rt.ticker.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle),
+        Err(e) => crate::log::emit(&format!("no periodic flush: {e}")),
+    }
+    crate::recorder::EMERGENCY_REQUEST.store(wake_fd, Ordering::SeqCst);
+    crate::recorder::EMERGENCY_DONE.store(done_fd, Ordering::SeqCst);
     crate::threads::on_thread_start(rt, None);
     crate::threads::adopt_threads(rt, &older_threads);
     log_at!(1, "profiling into {}", rt.recorder.path().display());
+}
+
+/// Moves trace notifications into the buffer.
+fn drain_tracing(rt: &Runtime, scratch: &mut Vec<strobe_trace::recorder::TraceRecord>) {
+    if let Some(t) = &rt.tracing {
+        scratch.clear();
+        t.recorder.drain(scratch);
+        rt.recorder.trace_records(scratch);
+    }
+}
+
+/// The ticker thread: every 50 ms moves trace notifications into the
+/// buffer; every `flush_interval` (or at once when a fatal signal asks)
+/// delivers the buffer and commits the database.
+fn ticker(rt: &'static Runtime) {
+    let interval = rt.settings.duration_ns(Key::FlushInterval).max(1);
+    let mut last_flush = strobe_core::clock::now_ns();
+    let mut scratch = Vec::new();
+    loop {
+        let mut pfd = libc::pollfd {
+            fd: rt.wake_fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut pfd, 1, 50) };
+        let mut woken = 0u64;
+        // SAFETY: reading 8 bytes from our eventfd into a local.
+        let n = unsafe { libc::read(rt.wake_fd, &mut woken as *mut u64 as *mut libc::c_void, 8) };
+        if rt.ticker_stop.load(Ordering::SeqCst) {
+            return;
+        }
+        drain_tracing(rt, &mut scratch);
+        let now = strobe_core::clock::now_ns();
+        if n == 8 || now - last_flush >= interval {
+            rt.recorder.flush();
+            last_flush = now;
+        }
+        if n == 8 {
+            let one = 1u64;
+            // SAFETY: 8 bytes to our eventfd.
+            unsafe { libc::write(rt.done_fd, &one as *const u64 as *const libc::c_void, 8) };
+        }
+    }
+}
+
+fn stop_ticker(rt: &Runtime) {
+    rt.ticker_stop.store(true, Ordering::SeqCst);
+    let one = 1u64;
+    // SAFETY: 8 bytes to our eventfd.
+    unsafe { libc::write(rt.wake_fd, &one as *const u64 as *const libc::c_void, 8) };
+    if let Some(handle) = rt.ticker.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        let _ = handle.join();
+    }
 }
 
 /// Stops every producer, writes everything collected and closes the
@@ -105,13 +190,21 @@ pub fn finalize(reason: &str) {
     }
     crate::threads::on_thread_exit(rt);
     let stats = rt.sampler.as_ref().map(Sampler::stop);
+    stop_ticker(rt);
+    drain_tracing(rt, &mut Vec::new());
     match rt.recorder.finish(stats) {
         Ok(summary) => log_at!(1, "{reason}: {summary}"),
         Err(e) => crate::log::emit(&format!("{reason}: could not finish the profile: {e}")),
     }
+    strobe_buffer::tool::finalize();
 }
 
-/// In a forked child: forget the parent's runtime without touching it.
+/// In a forked child: forget the parent's runtime without touching it, and
+/// stop the parent's buffers from receiving records (their delivery
+/// threads do not exist here).
 pub fn abandon_after_fork() {
     CURRENT.store(ptr::null_mut(), Ordering::Release);
+    crate::recorder::EMERGENCY_REQUEST.store(-1, Ordering::SeqCst);
+    crate::recorder::EMERGENCY_DONE.store(-1, Ordering::SeqCst);
+    strobe_buffer::dispatch::forget_contexts_after_fork();
 }

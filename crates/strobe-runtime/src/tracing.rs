@@ -53,11 +53,6 @@ impl Tracing {
         })
     }
 
-    /// The framework the recorder listens to.
-    pub fn framework(&self) -> &'static Framework {
-        self.framework
-    }
-
     /// Opens a region named `name` on the calling thread.
     pub fn push(&self, name: &[u8]) {
         if self.paused.load(Ordering::Relaxed) || name.is_empty() {
@@ -136,11 +131,5 @@ impl Tracing {
     /// open still end).
     pub fn set_paused(&self, paused: bool) {
         self.paused.store(paused, Ordering::Relaxed);
-    }
-
-    /// The name of the trace point with this unique id.
-    pub fn name_of(&self, uid: u64) -> Option<String> {
-        let payload = self.framework.query_payload(uid)?;
-        Some(payload.name()?.to_string_lossy().into_owned())
     }
 }

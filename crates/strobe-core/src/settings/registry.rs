@@ -190,7 +190,7 @@ settings! {
     /// Signal number the real-time timer delivers (38 = SIGRTMIN+4 with glibc).
     SamplingRealtimeSignal = "sampling_realtime_signal", Sampling, SIGNAL, Text("38");
     /// Most frames recorded per call stack.
-    SamplingDepth = "sampling_depth", Sampling, Kind::Int { min: 1, max: 8192 }, Text("512");
+    SamplingDepth = "sampling_depth", Sampling, Kind::Int { min: 1, max: 8000 }, Text("512");
     /// Samples each thread's mmap'd buffer holds before it is handed to an allocator thread.
     SamplingBufferSamples = "sampling_buffer_samples", Sampling, Kind::Int { min: 1024, max: 1_048_576 }, Text("1024");
     /// Most samplers (threads) one allocator thread serves; more threads start more allocators.
