@@ -29,7 +29,7 @@ struct Api {
 }
 
 /// Not looked up yet.
-const UNKNOWN: *mut Api = 1 as *mut Api;
+const UNKNOWN: *mut Api = std::ptr::dangling_mut::<Api>();
 
 static TABLE: AtomicPtr<Api> = AtomicPtr::new(UNKNOWN);
 

@@ -98,7 +98,7 @@ fn records(n: u64, seed: u64) -> impl Iterator<Item = Rec> {
         ts += 1 + r.next() % 1000;
         let x = r.next();
         let thread = (x % u64::from(THREADS)) as usize;
-        if (x >> 8) % 5 == 0 {
+        if (x >> 8).is_multiple_of(5) {
             let d = (x >> 16) % 100_000;
             Rec::Region {
                 thread,

@@ -60,7 +60,7 @@ impl Block {
     /// Allocates and pre-faults a block of `capacity` bytes (a multiple of
     /// the page size). Returns `None` when memory is exhausted.
     pub(crate) fn new(capacity: usize) -> Option<Box<Block>> {
-        debug_assert!(capacity >= RECORD_ALIGN && capacity % RECORD_ALIGN == 0);
+        debug_assert!(capacity >= RECORD_ALIGN && capacity.is_multiple_of(RECORD_ALIGN));
         let page = crate::buffer::page_size();
         let arena_layout = Layout::from_size_align(capacity, page).ok()?;
         let tag_layout = Layout::array::<u64>(capacity / RECORD_ALIGN).ok()?;

@@ -70,7 +70,7 @@ impl RecordHeader {
         if self.kind != T::KIND as u32 || (self.size as usize) < std::mem::size_of::<T>() {
             return None;
         }
-        if (self.payload as usize) % std::mem::align_of::<T>() != 0 {
+        if !(self.payload as usize).is_multiple_of(std::mem::align_of::<T>()) {
             return None;
         }
         // SAFETY: kind and size were checked; payloads are 8-byte aligned

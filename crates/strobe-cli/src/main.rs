@@ -10,6 +10,7 @@ mod runtime_lib;
 mod sample;
 mod setting_flags;
 mod summary;
+mod symbolize;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -72,7 +73,11 @@ fn main() -> ExitCode {
                 eprintln!("strobe: error: {line}");
             }
             // 2 for invalid settings (like clap's usage errors), 1 otherwise.
-            ExitCode::from(if e.is::<setting_flags::InvalidSettings>() { 2 } else { 1 })
+            ExitCode::from(if e.is::<setting_flags::InvalidSettings>() {
+                2
+            } else {
+                1
+            })
         }
     }
 }

@@ -26,6 +26,20 @@ pub struct SampleArgs {
     #[arg(long, short)]
     quiet: bool,
 
+    /// Rows per table in the summary after the run.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    top: usize,
+
+    /// Also resolve source files and lines (reads DWARF debug info; slower
+    /// and memory-hungry for large binaries). Function names are always
+    /// resolved.
+    #[arg(long)]
+    lines: bool,
+
+    /// Leave frames unnamed (module+offset); `strobe` can be run later.
+    #[arg(long)]
+    no_symbols: bool,
+
     #[command(flatten)]
     flags: SettingFlags,
 
@@ -45,12 +59,45 @@ pub struct Session {
 /// Runs `strobe sample`; returns strobe's exit code.
 pub fn run_sample(args: &SampleArgs, config: Option<&Path>) -> Result<i32> {
     let session = launch(args, config)?;
-    if !args.quiet {
-        for db in &session.databases {
-            eprintln!("strobe: wrote {}", db.display());
+    let databases: Vec<PathBuf> = session
+        .databases
+        .iter()
+        .filter(|p| p.is_file())
+        .cloned()
+        .collect();
+    if !args.no_symbols {
+        for db in &databases {
+            if let Err(e) = crate::symbolize::symbolize_database(db, args.lines) {
+                eprintln!("strobe: warning: cannot symbolize {}: {e:#}", db.display());
+            }
         }
     }
+    if !args.quiet && !databases.is_empty() {
+        report(args, &databases);
+    }
+    for db in &databases {
+        eprintln!("strobe: wrote {}", db.display());
+    }
     Ok(session.exit_code)
+}
+
+/// Prints the summary tables of the run to stderr (stdout belongs to the
+/// program).
+fn report(args: &SampleArgs, databases: &[PathBuf]) {
+    let summary = crate::summary::SummaryArgs {
+        inputs: databases.iter().map(|p| p.display().to_string()).collect(),
+        format: crate::summary::SummaryFormat::Table,
+        report: crate::summary::Report::All,
+        limit: args.top,
+        by_process: databases.len() > 1,
+        start: None,
+        end: None,
+    };
+    let mut text = Vec::new();
+    match crate::summary::render(&summary, &mut text) {
+        Ok(()) => eprint!("{}", String::from_utf8_lossy(&text)),
+        Err(e) => eprintln!("strobe: warning: cannot summarize the run: {e:#}"),
+    }
 }
 
 fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {

@@ -180,6 +180,16 @@ fn thread_table(rows: &[ThreadRow]) -> (Vec<String>, Vec<Vec<Cell>>) {
 
 /// Runs `strobe summary`.
 pub fn run(a: SummaryArgs) -> anyhow::Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    render(&a, &mut out)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Writes the summary tables of `a` to `out` (`strobe sample` prints them
+/// to stderr after a run).
+pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut profile = strobe_db::Profile::open(&a.inputs)?;
     crate::query::apply_window(&mut profile, a.start.as_deref(), a.end.as_deref())?;
     let want = |r: Report| a.report == Report::All || a.report == r;
@@ -198,8 +208,6 @@ pub fn run(a: SummaryArgs) -> anyhow::Result<()> {
     } else {
         None
     };
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
     if a.format == SummaryFormat::Json {
         let mut obj = serde_json::Map::new();
         if let Some(r) = &regions {
@@ -250,7 +258,7 @@ pub fn run(a: SummaryArgs) -> anyhow::Result<()> {
             writeln!(out, "  (none)")?;
             continue;
         }
-        let mut t = TableOut::begin(fmt, &mut out, &cols)?;
+        let mut t = TableOut::begin(fmt, &mut *out, &cols)?;
         let n = if a.limit == 0 {
             body.len()
         } else {

@@ -50,7 +50,7 @@ fn random_damage_gives_errors_not_panics() {
         let mut b = bytes.clone();
         for _ in 0..(1 + rng.next() % 4) {
             // Skip the 100-byte header half the time so damage reaches pages.
-            let lo = if rng.next() % 2 == 0 { 100 } else { 0 };
+            let lo = if rng.next().is_multiple_of(2) { 100 } else { 0 };
             let at = lo + (rng.next() as usize) % (b.len() - lo);
             let len = 1 + (rng.next() as usize) % 64;
             for k in at..(at + len).min(b.len()) {

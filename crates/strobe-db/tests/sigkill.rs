@@ -57,7 +57,7 @@ fn child_writer() {
             writeln!(o, "flushed {k}").unwrap();
             o.flush().unwrap();
         }
-        if k % 64 == 0 {
+        if k.is_multiple_of(64) {
             std::thread::sleep(Duration::from_micros(200));
         }
     }

@@ -27,8 +27,8 @@ use strobe_core::clock::now_ns;
 use strobe_core::output_path::{expand_template, ProcessIdentity};
 use strobe_core::settings::{Key, Settings};
 use strobe_db::{
-    Arg, ModuleId, ModuleInfo as DbModule, ProcessInfo, Region, StackFrame, StringId, ThreadInfo, ThreadRef,
-    TrackId, Writer, WriterOptions,
+    Arg, ModuleId, ModuleInfo as DbModule, ProcessInfo, Region, StackFrame, StringId, ThreadInfo,
+    ThreadRef, TrackId, Writer, WriterOptions,
 };
 use strobe_sampler::{ModuleInfo, Sample, SampleSink, SamplerStats, TimerClock};
 use strobe_trace::types::trace_point;
@@ -59,14 +59,22 @@ pub struct Recorder {
 /// its pid).
 pub fn database_path(settings: &Settings) -> Result<PathBuf, String> {
     let id = ProcessIdentity::current();
-    let relative = expand_template(settings.text(Key::OutputFile), &id).map_err(|e| e.to_string())?;
+    let relative =
+        expand_template(settings.text(Key::OutputFile), &id).map_err(|e| e.to_string())?;
     let dir = settings.path(Key::OutputDir).unwrap_or(Path::new("."));
     let base = dir.join(relative);
     if let Some(parent) = base.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
-    let stem = base.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let ext = base.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+    let stem = base
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = base
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
     let mut candidate = base.clone();
     let mut n = 0;
     while candidate.exists() {
@@ -86,7 +94,9 @@ impl Recorder {
         let path = database_path(settings)?;
         let mut process = ProcessInfo::current();
         process.environment = std::env::vars()
-            .filter(|(k, _)| k.starts_with("STROBE_") || k == "LD_PRELOAD" || k == "OMP_NUM_THREADS")
+            .filter(|(k, _)| {
+                k.starts_with("STROBE_") || k == "LD_PRELOAD" || k == "OMP_NUM_THREADS"
+            })
             .collect();
         let options = WriterOptions {
             flush_interval: Duration::from_nanos(settings.duration_ns(Key::FlushInterval).max(1)),
@@ -109,18 +119,24 @@ impl Recorder {
         };
         let buffer = {
             let (state, notes) = (state.clone(), notes.clone());
-            Buffer::create(&context, BufferOptions::new(size, size / 4 * 3, policy), move |d: &Delivery<'_>| {
-                // Thread notes first: a sample may belong to a thread that
-                // just started.
-                let pending = std::mem::take(&mut *lock(&notes));
-                let mut state = lock(&state);
-                state.apply_notes(pending);
-                state.deliver(d);
-            })
+            Buffer::create(
+                &context,
+                BufferOptions::new(size, size / 4 * 3, policy),
+                move |d: &Delivery<'_>| {
+                    // Thread notes first: a sample may belong to a thread that
+                    // just started.
+                    let pending = std::mem::take(&mut *lock(&notes));
+                    let mut state = lock(&state);
+                    state.apply_notes(pending);
+                    state.deliver(d);
+                },
+            )
             .map_err(|e| e.to_string())?
         };
         let thread = CallbackThread::create().map_err(|e| e.to_string())?;
-        buffer.assign_callback_thread(thread).map_err(|e| e.to_string())?;
+        buffer
+            .assign_callback_thread(thread)
+            .map_err(|e| e.to_string())?;
         for kind in [Kind::Sample, Kind::Xpti] {
             context
                 .configure_buffer_tracing(kind, None, &buffer)
@@ -311,7 +327,11 @@ impl WriterState {
         Ok(())
     }
 
-    fn thread(&mut self, tid: u32, start: Option<u64>) -> Result<(ThreadRef, TrackId), strobe_db::DbError> {
+    fn thread(
+        &mut self,
+        tid: u32,
+        start: Option<u64>,
+    ) -> Result<(ThreadRef, TrackId), strobe_db::DbError> {
         if let Some(t) = self.threads.get(&tid) {
             return Ok(*t);
         }
@@ -345,15 +365,24 @@ impl WriterState {
     fn name_thread(&mut self, tid: u32, name: &str) -> Result<(), strobe_db::DbError> {
         let (thread, _) = self.thread(tid, None)?;
         self.named.insert(tid);
-        self.writer.as_mut().expect("writer open").set_thread_name(thread, name)
+        self.writer
+            .as_mut()
+            .expect("writer open")
+            .set_thread_name(thread, name)
     }
 
     fn end_thread(&mut self, tid: u32, name: &str, at: u64) -> Result<(), strobe_db::DbError> {
         let (thread, _) = self.thread(tid, None)?;
         if !name.is_empty() && !self.named.contains(&tid) {
-            self.writer.as_mut().expect("writer open").set_thread_name(thread, name)?;
+            self.writer
+                .as_mut()
+                .expect("writer open")
+                .set_thread_name(thread, name)?;
         }
-        self.writer.as_mut().expect("writer open").end_thread(thread, at)
+        self.writer
+            .as_mut()
+            .expect("writer open")
+            .end_thread(thread, at)
     }
 
     /// Maps an address to (module, pc relative to the module's load bias).
@@ -375,7 +404,9 @@ impl WriterState {
     }
 
     fn find(&self, pc: u64) -> Option<(Option<ModuleId>, u64)> {
-        let i = self.modules.partition_point(|&(start, _, _, _)| start <= pc);
+        let i = self
+            .modules
+            .partition_point(|&(start, _, _, _)| start <= pc);
         let (_, end, bias, id) = *self.modules.get(i.checked_sub(1)?)?;
         (pc < end).then(|| (Some(id), pc - bias))
     }
@@ -385,18 +416,26 @@ impl WriterState {
             return Ok(());
         }
         let build_id = m.build_id_hex();
-        let id = self.writer.as_mut().expect("writer open").add_module(&DbModule {
-            path: &m.path,
-            build_id: (!build_id.is_empty()).then_some(build_id.as_str()),
-            load_address: m.bias,
-            size: m.mapped.end - m.mapped.start,
-            file_offset: 0,
-            load_ns: None,
-        })?;
+        let id = self
+            .writer
+            .as_mut()
+            .expect("writer open")
+            .add_module(&DbModule {
+                path: &m.path,
+                build_id: (!build_id.is_empty()).then_some(build_id.as_str()),
+                load_address: m.bias,
+                size: m.mapped.end - m.mapped.start,
+                file_offset: 0,
+                load_ns: None,
+            })?;
         // A reloaded library may reuse an address range: the newest wins.
-        self.modules.retain(|&(s, e, _, _)| e <= m.text.start || s >= m.text.end);
-        let at = self.modules.partition_point(|&(s, _, _, _)| s < m.text.start);
-        self.modules.insert(at, (m.text.start, m.text.end, m.bias, id));
+        self.modules
+            .retain(|&(s, e, _, _)| e <= m.text.start || s >= m.text.end);
+        let at = self
+            .modules
+            .partition_point(|&(s, _, _, _)| s < m.text.start);
+        self.modules
+            .insert(at, (m.text.start, m.text.end, m.bias, id));
         self.known.push(m);
         Ok(())
     }
@@ -438,7 +477,11 @@ impl WriterState {
             .query_payload(uid)
             .and_then(|p| p.name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_else(|| format!("event {uid}"));
-        let id = self.writer.as_mut().expect("writer open").intern_string(&name)?;
+        let id = self
+            .writer
+            .as_mut()
+            .expect("writer open")
+            .intern_string(&name)?;
         self.names.insert(uid, id);
         Ok(id)
     }
@@ -447,7 +490,11 @@ impl WriterState {
         if let Some(id) = self.categories.get(name) {
             return Ok(*id);
         }
-        let id = self.writer.as_mut().expect("writer open").intern_string(name)?;
+        let id = self
+            .writer
+            .as_mut()
+            .expect("writer open")
+            .intern_string(name)?;
         self.categories.insert(name, id);
         Ok(id)
     }
@@ -468,11 +515,31 @@ impl WriterState {
             if let Some(d) = self.depth.get_mut(&x.tid) {
                 *d = d.saturating_sub(1);
             }
-            return self.region(x.tid, x.unique_id, category, start, x.timestamp_ns, depth, &[]);
+            return self.region(
+                x.tid,
+                x.unique_id,
+                category,
+                start,
+                x.timestamp_ns,
+                depth,
+                &[],
+            );
         }
         // Everything else is an instant.
-        let category = if kind == trace_point::SIGNAL { "marker" } else { "xpti" };
-        self.region(x.tid, x.unique_id, category, x.timestamp_ns, x.timestamp_ns, 0, &[])
+        let category = if kind == trace_point::SIGNAL {
+            "marker"
+        } else {
+            "xpti"
+        };
+        self.region(
+            x.tid,
+            x.unique_id,
+            category,
+            x.timestamp_ns,
+            x.timestamp_ns,
+            0,
+            &[],
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -496,16 +563,19 @@ impl WriterState {
             value: &depth_text,
         }];
         all.extend_from_slice(args);
-        self.writer.as_mut().expect("writer open").append_region(&Region {
-            thread,
-            start_ns,
-            end_ns: end_ns.max(start_ns),
-            name,
-            category: Some(category),
-            stack: None,
-            correlation_id: None,
-            args: &all,
-        })?;
+        self.writer
+            .as_mut()
+            .expect("writer open")
+            .append_region(&Region {
+                thread,
+                start_ns,
+                end_ns: end_ns.max(start_ns),
+                name,
+                category: Some(category),
+                stack: None,
+                correlation_id: None,
+                args: &all,
+            })?;
         Ok(())
     }
 
@@ -559,7 +629,11 @@ fn announce(path: &Path) {
     };
     let absolute = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let line = format!("{}\n", absolute.display());
-    if let Ok(mut f) = std::fs::OpenOptions::new().append(true).create(true).open(manifest) {
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(manifest)
+    {
         // One write of one short line: O_APPEND keeps lines of concurrent
         // processes whole.
         let _ = f.write_all(line.as_bytes());
