@@ -120,6 +120,10 @@ pub struct BufferOptions {
     /// The longest a lossless producer waits for an empty block before it
     /// drops the record (counted, reported as `drop_count`, warned once).
     pub lossless_wait: Duration,
+    /// The callback thread to start on (`None`: the shared default thread,
+    /// started on first use). Choosing one here never touches the default
+    /// thread, which matters in a forked child where it does not exist.
+    pub callback_thread: Option<crate::CallbackThread>,
 }
 
 impl BufferOptions {
@@ -132,7 +136,14 @@ impl BufferOptions {
             policy,
             blocks: DEFAULT_BLOCKS,
             lossless_wait: DEFAULT_LOSSLESS_WAIT,
+            callback_thread: None,
         }
+    }
+
+    /// Starts the buffer on this callback thread instead of the default one.
+    pub fn on_callback_thread(mut self, thread: crate::CallbackThread) -> BufferOptions {
+        self.callback_thread = Some(thread);
+        self
     }
 
     /// Sets the number of blocks.
@@ -404,7 +415,10 @@ pub(crate) fn create_buffer(
             options.size
         )));
     }
-    let thread = delivery::default_thread_id()?;
+    let thread = match &options.callback_thread {
+        Some(t) => t.id(),
+        None => delivery::default_thread_id()?,
+    };
     let mut blocks = Vec::with_capacity(options.blocks);
     for _ in 0..options.blocks {
         blocks.push(Block::new(capacity).ok_or_else(|| {

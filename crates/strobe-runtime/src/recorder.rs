@@ -117,26 +117,22 @@ impl Recorder {
         } else {
             Policy::Lossless
         };
+        // A delivery thread of our own: the shared default one may not exist
+        // (in a forked child it belongs to the parent).
+        let thread = CallbackThread::create().map_err(|e| e.to_string())?;
+        let options = BufferOptions::new(size, size / 4 * 3, policy).on_callback_thread(thread);
         let buffer = {
             let (state, notes) = (state.clone(), notes.clone());
-            Buffer::create(
-                &context,
-                BufferOptions::new(size, size / 4 * 3, policy),
-                move |d: &Delivery<'_>| {
-                    // Thread notes first: a sample may belong to a thread that
-                    // just started.
-                    let pending = std::mem::take(&mut *lock(&notes));
-                    let mut state = lock(&state);
-                    state.apply_notes(pending);
-                    state.deliver(d);
-                },
-            )
+            Buffer::create(&context, options, move |d: &Delivery<'_>| {
+                // Thread notes first: a sample may belong to a thread that
+                // just started.
+                let pending = std::mem::take(&mut *lock(&notes));
+                let mut state = lock(&state);
+                state.apply_notes(pending);
+                state.deliver(d);
+            })
             .map_err(|e| e.to_string())?
         };
-        let thread = CallbackThread::create().map_err(|e| e.to_string())?;
-        buffer
-            .assign_callback_thread(thread)
-            .map_err(|e| e.to_string())?;
         for kind in [Kind::Sample, Kind::Xpti] {
             context
                 .configure_buffer_tracing(kind, None, &buffer)
@@ -231,6 +227,16 @@ impl Recorder {
         }
         let buffer_stats = self.buffer.stats();
         let totals = writer.finish(end).map_err(|e| e.to_string())?;
+        if totals.samples == 0 && totals.regions == 0 {
+            // A process that recorded nothing (a shell forked just to exec,
+            // say) leaves no database behind.
+            for suffix in ["", "-wal", "-shm"] {
+                let mut p = self.path.clone().into_os_string();
+                p.push(suffix);
+                let _ = std::fs::remove_file(p);
+            }
+            return Ok(format!("nothing recorded; {} removed", self.path.display()));
+        }
         Ok(format!(
             "{} samples ({} seen), {} regions, {} lost to full rings, {} dropped by the buffer -> {}",
             totals.samples,

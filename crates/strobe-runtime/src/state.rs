@@ -37,6 +37,9 @@ pub struct Runtime {
     wake_fd: i32,
     /// The ticker's answer to an emergency flush.
     done_fd: i32,
+    /// Tool plugins were loaded by this runtime (not inherited through
+    /// `fork`, whose buffers belong to the parent).
+    tools_loaded: AtomicBool,
 }
 
 static CURRENT: AtomicPtr<Runtime> = AtomicPtr::new(ptr::null_mut());
@@ -106,10 +109,13 @@ pub fn start(settings: Settings) {
         ticker_stop: AtomicBool::new(false),
         wake_fd,
         done_fd,
+        tools_loaded: AtomicBool::new(false),
     }));
     CURRENT.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
     if !tools.is_empty() {
-        strobe_buffer::tool::load_list(&tools);
+        let report = strobe_buffer::tool::load_list(&tools);
+        rt.tools_loaded
+            .store(!report.loaded.is_empty(), Ordering::SeqCst);
     }
     match std::thread::Builder::new()
         .name("strobe-ticker".into())
@@ -196,7 +202,9 @@ pub fn finalize(reason: &str) {
         Ok(summary) => log_at!(1, "{reason}: {summary}"),
         Err(e) => crate::log::emit(&format!("{reason}: could not finish the profile: {e}")),
     }
-    strobe_buffer::tool::finalize();
+    if rt.tools_loaded.load(Ordering::SeqCst) {
+        strobe_buffer::tool::finalize();
+    }
 }
 
 /// In a forked child: forget the parent's runtime without touching it, and

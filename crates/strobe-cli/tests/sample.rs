@@ -1,0 +1,551 @@
+//! `strobe sample` end to end: real C programs (tests/programs) built with
+//! `cc`, run under the preloaded runtime, checked through the databases they
+//! leave.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use strobe_db::{Profile, SampleRecord};
+
+fn programs_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs")
+}
+
+/// Builds the test programs once per test binary; returns their directory.
+fn built() -> PathBuf {
+    static DIR: Mutex<Option<PathBuf>> = Mutex::new(None);
+    let mut dir = DIR.lock().unwrap();
+    if let Some(d) = &*dir {
+        return d.clone();
+    }
+    let out =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("programs-{}", std::process::id()));
+    std::fs::create_dir_all(&out).unwrap();
+    let src = programs_dir();
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../include");
+    let cc = |args: Vec<String>| {
+        let status = Command::new("cc").args(&args).status().expect("cc runs");
+        assert!(status.success(), "cc {args:?}");
+    };
+    let o = |name: &str| out.join(name).display().to_string();
+    let s = |name: &str| src.join(name).display().to_string();
+    let flags = ["-O2", "-g", "-fomit-frame-pointer"].map(String::from);
+    let mut lib = flags.to_vec();
+    lib.extend(["-shared", "-fPIC", "-o"].map(String::from));
+    lib.extend([o("libhotlib.so"), s("libhotlib.c")]);
+    cc(lib);
+    for name in [
+        "hotspots",
+        "fixedwork",
+        "deep",
+        "crash",
+        "spin",
+        "stress",
+        "regions",
+    ] {
+        let mut args = flags.to_vec();
+        args.extend([
+            "-o".into(),
+            o(name),
+            s(&format!("{name}.c")),
+            format!("-I{}", include.display()),
+            format!("-L{}", out.display()),
+            "-lhotlib".into(),
+            format!("-Wl,-rpath,{}", out.display()),
+            "-lpthread".into(),
+            "-ldl".into(),
+        ]);
+        cc(args);
+    }
+    *dir = Some(out.clone());
+    out
+}
+
+fn strobe(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strobe"));
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("STROBE_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.args(args).envs(env.iter().copied()).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn databases(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for host in std::fs::read_dir(dir).unwrap().flatten() {
+        if host.path().is_dir() {
+            for f in std::fs::read_dir(host.path()).unwrap().flatten() {
+                if f.path().extension().is_some_and(|e| e == "db") {
+                    out.push(f.path());
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn samples(db: &Path) -> Vec<SampleRecord> {
+    let p = Profile::open(&[db.display().to_string()]).unwrap();
+    p.samples().unwrap().map(|s| s.unwrap()).collect()
+}
+
+fn names(s: &SampleRecord) -> Vec<String> {
+    s.frames.iter().map(|f| f.display_name()).collect()
+}
+
+#[test]
+fn shares_per_thread_match_cpu_time_and_stacks_reach_main_or_the_thread_start() {
+    let bin = built();
+    let out = tempfile::tempdir().unwrap();
+    let o = strobe(
+        &[
+            "sample",
+            "--output-dir",
+            out.path().to_str().unwrap(),
+            "--",
+            bin.join("hotspots").to_str().unwrap(),
+            "0.7",
+            "2",
+            "1",
+        ],
+        &[("STROBE_TEST_TRUTH", "1")],
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("hot_a") && err.contains("Sampled functions"),
+        "summary printed: {err}"
+    );
+    let truth: HashMap<i64, (f64, f64)> = err
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.strip_prefix("truth ")?.split(' ').collect();
+            Some((f[0].parse().ok()?, (f[1].parse().ok()?, f[2].parse().ok()?)))
+        })
+        .collect();
+    assert_eq!(truth.len(), 2, "{err}");
+    let dbs = databases(out.path());
+    assert_eq!(dbs.len(), 1);
+    let all = samples(&dbs[0]);
+    let (mut total_a, mut total_b) = (0usize, 0usize);
+    for (tid, (ns_a, ns_b)) in &truth {
+        let mine: Vec<&SampleRecord> = all.iter().filter(|s| s.tid == *tid).collect();
+        let a = mine.iter().filter(|s| names(s)[0] == "hot_a").count();
+        let b = mine.iter().filter(|s| names(s)[0] == "hot_b").count();
+        assert!(a + b > 300, "thread {tid}: {a} + {b} samples");
+        let seen = a as f64 / (a + b) as f64;
+        let want = ns_a / (ns_a + ns_b);
+        assert!(
+            (seen - want).abs() < 0.07,
+            "thread {tid}: hot_a share {seen:.3}, truth {want:.3}"
+        );
+        total_a += a;
+        total_b += b;
+    }
+    let seen = total_a as f64 / (total_a + total_b) as f64;
+    assert!((seen - 0.7).abs() < 0.05, "overall hot_a share {seen:.3}");
+    let reaching = all
+        .iter()
+        .filter(|s| names(s).iter().any(|n| n == "main" || n == "worker"))
+        .count();
+    assert!(
+        reaching * 100 >= all.len() * 99,
+        "{reaching} of {} samples reach main or worker",
+        all.len()
+    );
+    for s in all.iter().filter(|s| names(s)[0] == "hot_a").take(20) {
+        assert_eq!(names(s)[1], "split_work", "{:?}", names(s));
+    }
+}
+
+#[test]
+fn a_recursion_200_deep_is_unwound_whole_with_default_settings() {
+    let bin = built();
+    let out = tempfile::tempdir().unwrap();
+    let o = strobe(
+        &[
+            "sample",
+            "-q",
+            "--output-dir",
+            out.path().to_str().unwrap(),
+            "--",
+            bin.join("deep").to_str().unwrap(),
+            "200",
+            "1",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let all = samples(&databases(out.path())[0]);
+    let in_bottom: Vec<_> = all.iter().filter(|s| names(s)[0] == "bottom").collect();
+    assert!(
+        in_bottom.len() > 100,
+        "{} samples in bottom",
+        in_bottom.len()
+    );
+    let whole = in_bottom
+        .iter()
+        .filter(|s| {
+            let n = names(s);
+            n.iter().filter(|f| *f == "descend").count() == 201 && n.iter().any(|f| f == "main")
+        })
+        .count();
+    assert!(
+        whole * 100 >= in_bottom.len() * 99,
+        "{whole} of {} hold 201 descend frames and main",
+        in_bottom.len()
+    );
+}
+
+#[test]
+fn regions_markers_and_thread_names_from_the_user_api() {
+    let bin = built();
+    let out = tempfile::tempdir().unwrap();
+    let o = strobe(
+        &[
+            "sample",
+            "-q",
+            "--output-dir",
+            out.path().to_str().unwrap(),
+            "--",
+            bin.join("regions").to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "api present\n");
+    let without = Command::new(bin.join("regions")).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&without.stdout),
+        "api absent\n",
+        "no-op without strobe"
+    );
+    let db = databases(out.path()).remove(0);
+    let p = Profile::open(&[db.display().to_string()]).unwrap();
+    let regions: Vec<_> = p.regions().unwrap().map(|r| r.unwrap()).collect();
+    let count = |n: &str| regions.iter().filter(|r| r.name == n).count();
+    assert_eq!(
+        (count("outer"), count("inner"), count("checkpoint")),
+        (10, 20, 10)
+    );
+    for inner in regions.iter().filter(|r| r.name == "inner") {
+        let parent = regions.iter().find(|o| {
+            o.name == "outer" && o.tid == inner.tid && o.start <= inner.start && inner.end <= o.end
+        });
+        assert!(
+            parent.is_some(),
+            "inner region nested in an outer one: {inner:?}"
+        );
+    }
+    let threads: Vec<_> = p.threads().unwrap().map(|t| t.unwrap()).collect();
+    let mut named: Vec<_> = threads.iter().filter_map(|t| t.name.clone()).collect();
+    named.sort();
+    assert_eq!(named, ["main-thread", "worker-thread-with-a-long-name"]);
+}
+
+#[test]
+fn a_crashing_program_still_dies_by_sigsegv_and_leaves_its_database() {
+    let bin = built();
+    let out = tempfile::tempdir().unwrap();
+    let o = strobe(
+        &[
+            "sample",
+            "-q",
+            "--output-dir",
+            out.path().to_str().unwrap(),
+            "--",
+            bin.join("crash").to_str().unwrap(),
+            "1",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(128 + libc::SIGSEGV), "{}", stderr(&o));
+    assert!(stderr(&o).contains("killed by SIGSEGV"), "{}", stderr(&o));
+    let dbs = databases(out.path());
+    assert_eq!(dbs.len(), 1);
+    let all = samples(&dbs[0]);
+    assert!(
+        all.len() > 100,
+        "{} samples saved before the crash",
+        all.len()
+    );
+    assert!(all.iter().any(|s| names(s).contains(&"busy".to_string())));
+}
+
+#[test]
+fn a_program_killed_with_sigkill_keeps_everything_but_the_last_flush_interval() {
+    let bin = built();
+    let out = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strobe"))
+        .args([
+            "sample",
+            "-q",
+            "--flush-interval",
+            "500ms",
+            "--output-dir",
+            out.path().to_str().unwrap(),
+            "--",
+        ])
+        .arg(bin.join("spin"))
+        .arg("30")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the program's database, then let it run for 3 s of samples.
+    let started = std::time::Instant::now();
+    let db = loop {
+        if let Some(db) = std::fs::read_dir(out.path())
+            .ok()
+            .and_then(|_| databases(out.path()).into_iter().next())
+        {
+            break db;
+        }
+        assert!(started.elapsed().as_secs() < 20, "no database appeared");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let pid: i32 = db.file_stem().unwrap().to_str().unwrap().parse().unwrap();
+    // SAFETY: killing the profiled program (our grandchild) by pid.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGKILL));
+    let all = samples(&db);
+    // 3 s at up to 250 Hz, less the last 0.5 s flush interval (and start-up).
+    assert!(all.len() > 250, "{} samples survived SIGKILL", all.len());
+    assert!(all.iter().all(|s| !s.frames.is_empty()));
+}
+
+#[test]
+fn bad_input_starts_nothing() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("never");
+    let d = dir.to_str().unwrap();
+    let o = strobe(
+        &[
+            "sample",
+            "--output-dir",
+            d,
+            "--sampling-freq",
+            "fast",
+            "--",
+            "true",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("invalid value 'fast' for flag --sampling-freq"),
+        "{}",
+        stderr(&o)
+    );
+    let o = strobe(
+        &[
+            "sample",
+            "--output-dir",
+            d,
+            "--no-such-option",
+            "--",
+            "true",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let o = strobe(&["sample", "--output-dir", d], &[]);
+    assert_eq!(o.status.code(), Some(2), "a command is required");
+    let o = strobe(
+        &["sample", "--output-dir", d, "--", "true"],
+        &[("STROBE_BUFFER_POLICY", "maybe")],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!dir.exists(), "nothing was started or created");
+    let o = strobe(
+        &["sample", "--output-dir", d, "--", "/no/such/program"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(127));
+    assert!(stderr(&o).contains("cannot run '/no/such/program': command not found"));
+}
+
+#[test]
+fn the_programs_exit_code_becomes_strobes() {
+    let out = tempfile::tempdir().unwrap();
+    let o = strobe(
+        &[
+            "sample",
+            "-q",
+            "--output-dir",
+            out.path().to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "exit 7",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
+}
+
+#[test]
+fn stress_fifty_runs_threads_fork_exec_dlopen_malloc() {
+    let bin = built();
+    for run in 0..50 {
+        let out = tempfile::tempdir().unwrap();
+        let o = strobe(
+            &[
+                "sample",
+                "-q",
+                "--no-symbols",
+                "--sampling-realtime",
+                "--output-dir",
+                out.path().to_str().unwrap(),
+                "--",
+                bin.join("stress").to_str().unwrap(),
+                bin.join("stress").to_str().unwrap(),
+                bin.join("libhotlib.so").to_str().unwrap(),
+                "1",
+            ],
+            &[],
+        );
+        assert!(
+            o.status.success(),
+            "run {run}: {:?} {}",
+            o.status,
+            stderr(&o)
+        );
+        let dbs = databases(out.path());
+        // The parent, the forked child that worked, and the exec'd image
+        // (the forked child that only exec'd recorded nothing and left no
+        // file).
+        assert_eq!(dbs.len(), 3, "run {run}: {dbs:?}");
+        for db in &dbs {
+            let p = Profile::open(&[db.display().to_string()])
+                .unwrap_or_else(|e| panic!("run {run}: {e}"));
+            let threads: Vec<_> = p.threads().unwrap().map(|t| t.unwrap()).collect();
+            assert!(!threads.is_empty(), "run {run}: {}", db.display());
+        }
+        let parent = dbs
+            .iter()
+            .map(|db| {
+                (
+                    samples(db).len(),
+                    Profile::open(&[db.display().to_string()])
+                        .unwrap()
+                        .threads()
+                        .unwrap()
+                        .count(),
+                )
+            })
+            .max_by_key(|&(_, threads)| threads)
+            .unwrap();
+        assert_eq!(parent.1, 257, "run {run}: main + 256 threads recorded");
+    }
+}
+
+#[test]
+fn python_shows_cpython_native_frames() {
+    let out = tempfile::tempdir().unwrap();
+    // The interpreter itself, not a wrapper script around it.
+    let python = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 runs");
+    let python = String::from_utf8(python.stdout).unwrap().trim().to_string();
+    let o = strobe(
+        &[
+            "sample",
+            "-q",
+            "--output-dir",
+            out.path().to_str().unwrap(),
+            "--",
+            &python,
+            "-c",
+            "import time\nt=time.time()\nx=0\nwhile time.time()-t<1.0:\n    x+=sum(i*i for i in range(1000))",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dbs = databases(out.path());
+    let all: Vec<SampleRecord> = dbs.iter().flat_map(|d| samples(d)).collect();
+    assert!(all.len() > 100, "{} samples", all.len());
+    let in_eval = all
+        .iter()
+        .filter(|s| {
+            names(s)
+                .iter()
+                .any(|n| n.contains("EvalFrame") || n.starts_with("_PyEval"))
+        })
+        .count();
+    assert!(
+        in_eval * 2 > all.len(),
+        "{in_eval} of {} samples inside CPython's evaluator",
+        all.len()
+    );
+}
+
+#[test]
+fn the_installed_layout_finds_its_runtime() {
+    let bin = built();
+    let prefix = tempfile::tempdir().unwrap();
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_strobe"));
+    let from = prefix.path().join("from");
+    std::fs::create_dir_all(&from).unwrap();
+    std::fs::copy(&exe, from.join("strobe")).unwrap();
+    let runtime = ["libstrobe_runtime.so", "deps/libstrobe_runtime.so"]
+        .iter()
+        .map(|r| exe.with_file_name(r))
+        .find(|p| p.is_file())
+        .expect("the runtime was built");
+    std::fs::copy(runtime, from.join("libstrobe_runtime.so")).unwrap();
+    let install = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/install.sh");
+    let dest = prefix.path().join("usr");
+    let status = Command::new("bash")
+        .arg(install)
+        .args([
+            "--prefix",
+            dest.to_str().unwrap(),
+            "--from",
+            from.to_str().unwrap(),
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(
+        dest.join("bin/strobe").is_file() && dest.join("lib/strobe/libstrobe_runtime.so").is_file()
+    );
+    let out = prefix.path().join("out");
+    let o = Command::new(dest.join("bin/strobe"))
+        .env_remove("STROBE_RUNTIME")
+        .args(["sample", "-q", "--output-dir", out.to_str().unwrap(), "--"])
+        .arg(bin.join("hotspots"))
+        .args(["0.7", "0.3"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!samples(&databases(&out)[0]).is_empty());
+    // Without a runtime anywhere: a clear error, nothing run.
+    std::fs::remove_file(dest.join("lib/strobe/libstrobe_runtime.so")).unwrap();
+    let o = Command::new(dest.join("bin/strobe"))
+        .env_remove("STROBE_RUNTIME")
+        .args([
+            "sample",
+            "--output-dir",
+            out.to_str().unwrap(),
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("cannot find libstrobe_runtime.so"),
+        "{}",
+        stderr(&o)
+    );
+}
