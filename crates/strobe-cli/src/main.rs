@@ -2,6 +2,7 @@
 //! subcommand lives in its own module and only parses, calls and prints.
 
 mod avail;
+mod convert;
 mod launch;
 mod merge;
 mod output;
@@ -53,6 +54,8 @@ enum Command {
     Merge(merge::MergeArgs),
     /// Summary tables: regions, sampled functions, threads.
     Summary(summary::SummaryArgs),
+    /// Convert databases to Perfetto, Chrome JSON, flamegraphs, pprof, Firefox Profiler, CSV.
+    Convert(convert::ConvertArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::Query(args) => query::run(args).map(|()| 0),
         Command::Merge(args) => merge::run(args).map(|()| 0),
         Command::Summary(args) => summary::run(args).map(|()| 0),
+        Command::Convert(args) => convert::run(args).map(|()| 0),
     };
     match result {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
@@ -72,7 +76,11 @@ fn main() -> ExitCode {
                 eprintln!("strobe: error: {line}");
             }
             // 2 for invalid settings (like clap's usage errors), 1 otherwise.
-            ExitCode::from(if e.is::<setting_flags::InvalidSettings>() { 2 } else { 1 })
+            ExitCode::from(if e.is::<setting_flags::InvalidSettings>() {
+                2
+            } else {
+                1
+            })
         }
     }
 }

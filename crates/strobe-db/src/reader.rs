@@ -536,6 +536,18 @@ impl Profile {
         )
     }
 
+    /// Streams the rows of any read-only query on [`Profile::connection`]
+    /// (the TEMP views, window included), each mapped by `map`, one row at a
+    /// time. Exporters use it for columns the typed iterators do not carry
+    /// (correlation ids, arguments, module tables).
+    pub fn query_stream<T>(
+        &self,
+        sql: &str,
+        map: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<RowStream<'_, T>> {
+        RowStream::new(&self.conn, sql, &[], map, self.path())
+    }
+
     /// Threads ordered by start time.
     pub fn threads(&self) -> Result<RowStream<'_, ThreadRecord>> {
         RowStream::new(

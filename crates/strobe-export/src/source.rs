@@ -1,0 +1,275 @@
+//! What the exporters read from a profile, in the shapes they need.
+//!
+//! Owns the export-side queries over [`strobe_db::Profile`]: processes,
+//! threads, modules (small tables, loaded whole), and the time-ordered
+//! streams of regions (with correlation ids and arguments) and counters,
+//! plus the per-process clock shift that aligns processes from several
+//! nodes. Everything large is streamed one row at a time; SQLite sorts
+//! and spills to temporary files. It never writes to an input and never
+//! formats output.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use strobe_db::stream::RowStream;
+use strobe_db::Profile;
+
+use crate::error::Result;
+
+/// A process of the profile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessRow {
+    /// Process guid (names the process across files).
+    pub guid: String,
+    /// OS pid.
+    pub pid: i64,
+    /// OS parent pid.
+    pub ppid: i64,
+    /// Command line, arguments joined by spaces.
+    pub command: String,
+    /// Machine id of the node.
+    pub machine_id: String,
+    /// Host name of the node.
+    pub hostname: String,
+    /// Process start (ns, `CLOCK_MONOTONIC` of its node).
+    pub start: Option<i64>,
+    /// Process end (ns), NULL for a killed writer.
+    pub end: Option<i64>,
+}
+
+impl ProcessRow {
+    /// A short display name: the executable's file name.
+    pub fn short_name(&self) -> String {
+        let exe = self.command.split_whitespace().next().unwrap_or("");
+        let base = exe.rsplit('/').next().unwrap_or(exe);
+        if base.is_empty() {
+            format!("pid {}", self.pid)
+        } else {
+            base.to_string()
+        }
+    }
+}
+
+/// A loaded module (executable or shared library) of a process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModuleRow {
+    /// Process guid.
+    pub guid: String,
+    /// Path.
+    pub path: Arc<str>,
+    /// GNU build id (hex), if known.
+    pub build_id: Option<String>,
+    /// Load address.
+    pub load_address: u64,
+    /// Mapped size.
+    pub size: u64,
+}
+
+/// A region (or, when `start == end`, an instant marker) with everything
+/// the timeline formats show.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegionRow {
+    /// Process guid.
+    pub guid: String,
+    /// OS pid.
+    pub pid: i64,
+    /// OS tid.
+    pub tid: i64,
+    /// Name.
+    pub name: String,
+    /// Category, if any.
+    pub category: Option<String>,
+    /// Start (ns).
+    pub start: i64,
+    /// End (ns).
+    pub end: i64,
+    /// Correlation id linking related events (flows), if any.
+    pub corr_id: Option<i64>,
+    /// Arguments as `(name, type, value)`, in position order.
+    pub args: Vec<(String, String, String)>,
+}
+
+impl RegionRow {
+    /// Whether this is an instant marker (zero duration).
+    pub fn is_marker(&self) -> bool {
+        self.end == self.start
+    }
+}
+
+/// Loads every process (a small table).
+pub fn processes(p: &Profile) -> Result<Vec<ProcessRow>> {
+    let rows = p.query_stream(
+        "SELECT guid, pid, ppid, command, machine_id, hostname, start, \"end\" FROM processes ORDER BY start, guid",
+        |r| {
+            Ok(ProcessRow {
+                guid: r.get(0)?,
+                pid: r.get::<_, Option<i64>>(1)?.unwrap_or(0),
+                ppid: r.get::<_, Option<i64>>(2)?.unwrap_or(0),
+                command: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
+                machine_id: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+                hostname: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+                start: r.get(6)?,
+                end: r.get(7)?,
+            })
+        },
+    )?;
+    Ok(rows.collect::<std::result::Result<_, _>>()?)
+}
+
+/// Loads every module of every process (a small table).
+pub fn modules(p: &Profile) -> Result<Vec<ModuleRow>> {
+    let rows = p.query_stream(
+        "SELECT guid, path, build_id, load_address, size FROM strobe_module ORDER BY guid, id",
+        |r| {
+            Ok(ModuleRow {
+                guid: r.get(0)?,
+                path: Arc::from(r.get::<_, Option<String>>(1)?.unwrap_or_default().as_str()),
+                build_id: r.get(2)?,
+                load_address: r.get::<_, Option<i64>>(3)?.unwrap_or(0) as u64,
+                size: r.get::<_, Option<i64>>(4)?.unwrap_or(0) as u64,
+            })
+        },
+    )?;
+    Ok(rows.collect::<std::result::Result<_, _>>()?)
+}
+
+/// Counts rows of a view (for statistics and empty-input checks).
+pub fn count(p: &Profile, view: &str) -> Result<u64> {
+    let n: i64 = p
+        .connection()
+        .query_row(&format!("SELECT COUNT(*) FROM \"{view}\""), [], |r| {
+            r.get(0)
+        })
+        .map_err(|e| strobe_db::DbError::Query {
+            message: e.to_string(),
+            sql: format!("SELECT COUNT(*) FROM {view}"),
+        })?;
+    Ok(n as u64)
+}
+
+/// Streams regions and markers of all processes ordered by start, longest
+/// first at equal starts (so parents precede their children), with their
+/// correlation ids and arguments.
+pub fn regions(p: &Profile) -> Result<RowStream<'_, RegionRow>> {
+    let has_args = count(p, "rocpd_arg")? > 0;
+    let conn = p.connection();
+    let q = |sql: &str| {
+        conn.execute_batch(sql)
+            .map_err(|e| strobe_db::DbError::Query {
+                message: e.to_string(),
+                sql: sql.to_string(),
+            })
+    };
+    if has_args {
+        // The writer creates no index on rocpd_arg: build an indexed
+        // temporary copy for the per-region lookup. (SQLite keeps TEMP
+        // objects and sorts in temporary files by default; never change
+        // `temp_store` here: that drops the reader's TEMP views.)
+        q("DROP TABLE IF EXISTS temp.strobe_export_args;
+           CREATE TEMP TABLE strobe_export_args AS
+             SELECT guid, event_id, position, name, type, value FROM rocpd_arg;
+           CREATE INDEX temp.strobe_export_args_ev ON strobe_export_args(event_id, guid, position);")?;
+    }
+    let sql = if has_args {
+        "SELECT R.guid, R.pid, R.tid, R.name, R.category, R.start, R.\"end\", R.corr_id,
+           (SELECT json_group_array(json_array(A.name, A.type, A.value))
+              FROM (SELECT name, type, value FROM temp.strobe_export_args A
+                    WHERE A.event_id = R.event_id AND A.guid = R.guid ORDER BY position) A)
+         FROM regions R ORDER BY R.start, R.\"end\" DESC, R.guid, R.tid"
+    } else {
+        "SELECT R.guid, R.pid, R.tid, R.name, R.category, R.start, R.\"end\", R.corr_id, NULL
+         FROM regions R ORDER BY R.start, R.\"end\" DESC, R.guid, R.tid"
+    };
+    Ok(p.query_stream(sql, |r| {
+        let args_json: Option<String> = r.get(8)?;
+        let args = match args_json {
+            Some(j) => {
+                serde_json::from_str::<Vec<(Option<String>, Option<String>, Option<String>)>>(&j)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(n, t, v)| {
+                        (
+                            n.unwrap_or_default(),
+                            t.unwrap_or_default(),
+                            v.unwrap_or_default(),
+                        )
+                    })
+                    .collect()
+            }
+            None => Vec::new(),
+        };
+        Ok(RegionRow {
+            guid: r.get(0)?,
+            pid: r.get(1)?,
+            tid: r.get(2)?,
+            name: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
+            category: r.get(4)?,
+            start: r.get(5)?,
+            end: r.get(6)?,
+            corr_id: r.get(7)?,
+            args,
+        })
+    })?)
+}
+
+/// Streams counter samples ordered by time.
+pub fn counters(p: &Profile) -> Result<RowStream<'_, strobe_db::CounterRecord>> {
+    Ok(p.counters()?)
+}
+
+/// Per-process shift (ns) that puts every process on one time base.
+///
+/// Timestamps are `CLOCK_MONOTONIC` of the node that recorded them.
+/// Processes of one node share that clock and are never shifted. For a
+/// profile spanning several nodes, each node's monotonic clock is mapped to
+/// the realtime clock through its processes' start time, which the process
+/// uuid records in Unix milliseconds (UUIDv7 time field) next to the
+/// monotonic `start` column; nodes are then shifted onto the first node's
+/// monotonic time base. The alignment is as good as the uuid's millisecond
+/// resolution and the nodes' NTP synchronisation.
+pub fn clock_shifts(procs: &[ProcessRow]) -> HashMap<String, i64> {
+    let mut out = HashMap::new();
+    let machines: std::collections::HashSet<&str> =
+        procs.iter().map(|p| p.machine_id.as_str()).collect();
+    if machines.len() <= 1 {
+        for p in procs {
+            out.insert(p.guid.clone(), 0);
+        }
+        return out;
+    }
+    // realtime - monotonic, per node (from its first process with a start).
+    let mut node_offset: HashMap<&str, i64> = HashMap::new();
+    for p in procs {
+        if let (Some(start), Some(ms)) = (p.start, uuid_unix_ms(&p.guid)) {
+            node_offset
+                .entry(p.machine_id.as_str())
+                .or_insert(ms as i64 * 1_000_000 - start);
+        }
+    }
+    let reference = procs
+        .first()
+        .and_then(|p| node_offset.get(p.machine_id.as_str()).copied());
+    for p in procs {
+        let shift = match (reference, node_offset.get(p.machine_id.as_str())) {
+            (Some(r), Some(o)) => o - r,
+            _ => 0,
+        };
+        out.insert(p.guid.clone(), shift);
+    }
+    out
+}
+
+/// The Unix-millisecond time field of a UUIDv7 guid (first 48 bits).
+fn uuid_unix_ms(guid: &str) -> Option<u64> {
+    let hex: String = guid.chars().filter(|c| *c != '-').take(12).collect();
+    if hex.len() != 12 {
+        return None;
+    }
+    u64::from_str_radix(&hex, 16).ok()
+}
+
+/// The name shown for a frame: its function, or `module+0xoffset` before
+/// symbolization (the same rule as `strobe summary`).
+pub fn frame_name(f: &strobe_db::ResolvedFrame) -> String {
+    f.display_name()
+}
