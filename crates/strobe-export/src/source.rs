@@ -50,6 +50,10 @@ impl ProcessRow {
     }
 }
 
+/// Identity of a frame within a process: guid, module path, pc relative
+/// to the module, function name (when symbolized).
+pub type FrameKey = (String, Option<Arc<str>>, u64, Option<Arc<str>>);
+
 /// A loaded module (executable or shared library) of a process.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModuleRow {

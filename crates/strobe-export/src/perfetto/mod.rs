@@ -115,7 +115,7 @@ pub struct PerfettoWriter<W: Write> {
     paths: HashMap<Arc<str>, u64>,
     build_ids: HashMap<String, u64>,
     mappings: HashMap<(String, Arc<str>), u64>,
-    frames: HashMap<(String, Option<Arc<str>>, u64, Option<Arc<str>>), u64>,
+    frames: HashMap<source::FrameKey, u64>,
     callstacks: HashMap<(String, i64), u64>,
 }
 
@@ -701,7 +701,7 @@ fn annotation(name: &str, ty: &str, value: &str) -> DebugAnnotation {
 /// A build id given in hex as raw bytes (as Perfetto expects); anything
 /// that is not hex is kept as text.
 fn hex_bytes(s: &str) -> Vec<u8> {
-    if s.len() % 2 == 0 && !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if s.len().is_multiple_of(2) && !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit()) {
         (0..s.len())
             .step_by(2)
             .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap_or(0))
