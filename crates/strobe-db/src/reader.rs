@@ -548,6 +548,23 @@ impl Profile {
         RowStream::new(&self.conn, sql, &[], map, self.path())
     }
 
+    /// The physical table sets (attach alias and process suffix) behind the
+    /// unsuffixed views, one per process, with each process's guid, for
+    /// exporters that query the suffixed tables directly (per-process
+    /// ordered streams merged in the exporter).
+    pub fn table_sets(&self) -> Vec<(TableSet, String)> {
+        self.sets
+            .iter()
+            .map(|t| (t.clone(), crate::identity::guid_from_suffix(&t.suffix)))
+            .collect()
+    }
+
+    /// The absolute time window currently applied by
+    /// [`Profile::set_window`] (`None` sides are open).
+    pub fn window(&self) -> (Option<i64>, Option<i64>) {
+        (self.window.start, self.window.end)
+    }
+
     /// Threads ordered by start time.
     pub fn threads(&self) -> Result<RowStream<'_, ThreadRecord>> {
         RowStream::new(

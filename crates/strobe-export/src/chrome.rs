@@ -91,16 +91,16 @@ pub fn write_chrome<W: Write>(p: &Profile, out: W) -> Result<ChromeStats> {
         if let Some(c) = r.corr_id {
             args.insert("correlation_id".into(), json!(c));
         }
-        let cat = r.category.clone().unwrap_or_else(|| "region".into());
+        let cat = r.category.as_deref().unwrap_or("region");
         if r.is_marker() {
             ev.push(
-                &json!({"ph":"i","s":"t","name":r.name,"cat":cat,"pid":r.pid,"tid":r.tid,
+                &json!({"ph":"i","s":"t","name":&*r.name,"cat":cat,"pid":r.pid,"tid":r.tid,
                 "ts":t(&r.guid, r.start),"args":args}),
             )?;
             st.instants += 1;
         } else {
             ev.push(
-                &json!({"ph":"X","name":r.name,"cat":cat,"pid":r.pid,"tid":r.tid,
+                &json!({"ph":"X","name":&*r.name,"cat":cat,"pid":r.pid,"tid":r.tid,
                 "ts":t(&r.guid, r.start),"dur":us(r.end - r.start),"args":args}),
             )?;
             st.regions += 1;

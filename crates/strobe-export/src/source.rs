@@ -70,19 +70,20 @@ pub struct ModuleRow {
 }
 
 /// A region (or, when `start == end`, an instant marker) with everything
-/// the timeline formats show.
+/// the timeline formats show. Names are shared (`Arc`) so that streaming
+/// millions of regions allocates nothing per row for them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RegionRow {
     /// Process guid.
-    pub guid: String,
+    pub guid: Arc<str>,
     /// OS pid.
     pub pid: i64,
     /// OS tid.
     pub tid: i64,
     /// Name.
-    pub name: String,
+    pub name: Arc<str>,
     /// Category, if any.
-    pub category: Option<String>,
+    pub category: Option<Arc<str>>,
     /// Start (ns).
     pub start: i64,
     /// End (ns).
@@ -151,69 +152,192 @@ pub fn count(p: &Profile, view: &str) -> Result<u64> {
     Ok(n as u64)
 }
 
+/// One region row as the per-process query returns it (row ids unresolved).
+struct RawRegion {
+    tid: i64,
+    start: i64,
+    end: i64,
+    name_id: i64,
+    category_id: Option<i64>,
+    corr_id: Option<i64>,
+    args: Option<String>,
+}
+
+/// Most cached strings per process before the cache is cleared.
+const STRING_CACHE: usize = 65_536;
+
+struct SetStream<'p> {
+    guid: Arc<str>,
+    rows: std::iter::Peekable<RowStream<'p, RawRegion>>,
+    string_sql: String,
+    strings: HashMap<i64, Arc<str>>,
+    threads: HashMap<i64, (i64, i64)>,
+}
+
+/// Time-ordered regions of every process: one ordered query per process
+/// (over its suffixed tables, window applied, narrow rows so SQLite's
+/// external sort stays cheap) merged here; names, categories and OS
+/// pid/tid are resolved from small per-process caches.
+pub struct Regions<'p> {
+    p: &'p Profile,
+    sets: Vec<SetStream<'p>>,
+}
+
+fn qerr(sql: &str) -> impl Fn(strobe_db::rusqlite::Error) -> strobe_db::DbError + '_ {
+    move |e| strobe_db::DbError::Query {
+        message: e.to_string(),
+        sql: sql.to_string(),
+    }
+}
+
 /// Streams regions and markers of all processes ordered by start, longest
 /// first at equal starts (so parents precede their children), with their
 /// correlation ids and arguments.
-pub fn regions(p: &Profile) -> Result<RowStream<'_, RegionRow>> {
-    let has_args = count(p, "rocpd_arg")? > 0;
+pub fn regions(p: &Profile) -> Result<Regions<'_>> {
     let conn = p.connection();
-    let q = |sql: &str| {
-        conn.execute_batch(sql)
-            .map_err(|e| strobe_db::DbError::Query {
-                message: e.to_string(),
-                sql: sql.to_string(),
-            })
-    };
-    if has_args {
-        // The writer creates no index on rocpd_arg: build an indexed
-        // temporary copy for the per-region lookup. (SQLite keeps TEMP
-        // objects and sorts in temporary files by default; never change
-        // `temp_store` here: that drops the reader's TEMP views.)
-        q("DROP TABLE IF EXISTS temp.strobe_export_args;
-           CREATE TEMP TABLE strobe_export_args AS
-             SELECT guid, event_id, position, name, type, value FROM rocpd_arg;
-           CREATE INDEX temp.strobe_export_args_ev ON strobe_export_args(event_id, guid, position);")?;
-    }
-    let sql = if has_args {
-        "SELECT R.guid, R.pid, R.tid, R.name, R.category, R.start, R.\"end\", R.corr_id,
-           (SELECT json_group_array(json_array(A.name, A.type, A.value))
-              FROM (SELECT name, type, value FROM temp.strobe_export_args A
-                    WHERE A.event_id = R.event_id AND A.guid = R.guid ORDER BY position) A)
-         FROM regions R ORDER BY R.start, R.\"end\" DESC, R.guid, R.tid"
-    } else {
-        "SELECT R.guid, R.pid, R.tid, R.name, R.category, R.start, R.\"end\", R.corr_id, NULL
-         FROM regions R ORDER BY R.start, R.\"end\" DESC, R.guid, R.tid"
-    };
-    Ok(p.query_stream(sql, |r| {
-        let args_json: Option<String> = r.get(8)?;
-        let args = match args_json {
-            Some(j) => {
-                serde_json::from_str::<Vec<(Option<String>, Option<String>, Option<String>)>>(&j)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(n, t, v)| {
-                        (
-                            n.unwrap_or_default(),
-                            t.unwrap_or_default(),
-                            v.unwrap_or_default(),
-                        )
-                    })
-                    .collect()
+    let (lo, hi) = p.window();
+    let mut sets = Vec::new();
+    for (ts, guid) in p.table_sets() {
+        let (sc, sf) = (&ts.schema, &ts.suffix);
+        let tsql = format!(
+            "SELECT T.id, P.pid, T.tid FROM \"{sc}\".\"rocpd_info_thread{sf}\" T JOIN \"{sc}\".\"rocpd_info_process{sf}\" P ON P.id = T.pid"
+        );
+        let mut threads = HashMap::new();
+        {
+            let mut st = conn.prepare(&tsql).map_err(qerr(&tsql))?;
+            let rows = st
+                .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?, r.get::<_, Option<i64>>(2)?)))
+                .map_err(qerr(&tsql))?;
+            for r in rows {
+                let (id, pid, tid) = r.map_err(qerr(&tsql))?;
+                threads.insert(id, (pid.unwrap_or(0), tid.unwrap_or(0)));
             }
+        }
+        let asql = format!("SELECT EXISTS (SELECT 1 FROM \"{sc}\".\"rocpd_arg{sf}\")");
+        let has_args: bool = conn.query_row(&asql, [], |r| r.get(0)).map_err(qerr(&asql))?;
+        let args_col = if has_args {
+            // The writer creates no index on rocpd_arg: build an indexed
+            // temporary copy for the per-region lookup. (SQLite keeps TEMP
+            // objects and sorts in temporary files by default; never change
+            // `temp_store` here: that drops the reader's TEMP views.)
+            let t = format!("strobe_export_args{sf}");
+            let sql = format!(
+                "DROP TABLE IF EXISTS temp.\"{t}\";
+                 CREATE TEMP TABLE \"{t}\" AS SELECT event_id, position, name, type, value FROM \"{sc}\".\"rocpd_arg{sf}\";
+                 CREATE INDEX temp.\"{t}_ev\" ON \"{t}\"(event_id, position);"
+            );
+            conn.execute_batch(&sql).map_err(qerr(&sql))?;
+            format!(
+                "(SELECT json_group_array(json_array(A.name, A.type, A.value)) FROM (SELECT name, type, value FROM temp.\"{t}\" X WHERE X.event_id = R.event_id ORDER BY position) A)"
+            )
+        } else {
+            "NULL".to_string()
+        };
+        let mut wh = Vec::new();
+        if let Some(lo) = lo {
+            wh.push(format!("R.\"end\" >= {lo}"));
+        }
+        if let Some(hi) = hi {
+            wh.push(format!("R.start <= {hi}"));
+        }
+        let wh = if wh.is_empty() { String::new() } else { format!("WHERE {}", wh.join(" AND ")) };
+        let sql = format!(
+            "SELECT R.tid, R.start, R.\"end\", R.name_id, E.category_id, E.correlation_id, {args_col}
+             FROM \"{sc}\".\"rocpd_region{sf}\" R LEFT JOIN \"{sc}\".\"rocpd_event{sf}\" E ON E.id = R.event_id
+             {wh} ORDER BY R.start, R.\"end\" DESC"
+        );
+        let rows = p.query_stream(&sql, |r| {
+            Ok(RawRegion {
+                tid: r.get::<_, Option<i64>>(0)?.unwrap_or(0),
+                start: r.get(1)?,
+                end: r.get(2)?,
+                name_id: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
+                category_id: r.get(4)?,
+                corr_id: r.get(5)?,
+                args: r.get(6)?,
+            })
+        })?;
+        sets.push(SetStream {
+            guid: Arc::from(guid.as_str()),
+            rows: rows.peekable(),
+            string_sql: format!("SELECT string FROM \"{sc}\".\"rocpd_string{sf}\" WHERE id = ?1"),
+            strings: HashMap::new(),
+            threads,
+        });
+    }
+    Ok(Regions { p, sets })
+}
+
+impl Regions<'_> {
+    fn string(p: &Profile, set: &mut SetStream<'_>, id: i64) -> Result<Arc<str>> {
+        if let Some(s) = set.strings.get(&id) {
+            return Ok(s.clone());
+        }
+        if set.strings.len() >= STRING_CACHE {
+            set.strings.clear();
+        }
+        let v: Option<String> = p
+            .connection()
+            .prepare_cached(&set.string_sql)
+            .and_then(|mut st| st.query_row([id], |r| r.get(0)))
+            .map_err(qerr(&set.string_sql))?;
+        let a: Arc<str> = Arc::from(v.unwrap_or_default().as_str());
+        set.strings.insert(id, a.clone());
+        Ok(a)
+    }
+}
+
+impl Iterator for Regions<'_> {
+    type Item = Result<RegionRow>;
+    fn next(&mut self) -> Option<Result<RegionRow>> {
+        let mut best: Option<(usize, i64, i64)> = None;
+        for (k, s) in self.sets.iter_mut().enumerate() {
+            match s.rows.peek() {
+                Some(Ok(r)) => {
+                    if best.is_none_or(|(_, bs, be)| (r.start, -r.end) < (bs, -be)) {
+                        best = Some((k, r.start, r.end));
+                    }
+                }
+                Some(Err(_)) => return s.rows.next().map(|r| r.map(|_| unreachable!()).map_err(Into::into)),
+                None => {}
+            }
+        }
+        let (k, _, _) = best?;
+        let set = &mut self.sets[k];
+        let raw = match set.rows.next()? {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e.into())),
+        };
+        let p = self.p;
+        let name = match Regions::string(p, set, raw.name_id) {
+            Ok(n) => n,
+            Err(e) => return Some(Err(e)),
+        };
+        let category = match raw.category_id.map(|c| Regions::string(p, set, c)).transpose() {
+            Ok(c) => c,
+            Err(e) => return Some(Err(e)),
+        };
+        let (pid, tid) = set.threads.get(&raw.tid).copied().unwrap_or((0, raw.tid));
+        let args = match raw.args {
+            Some(j) => serde_json::from_str::<Vec<(Option<String>, Option<String>, Option<String>)>>(&j)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(n, t, v)| (n.unwrap_or_default(), t.unwrap_or_default(), v.unwrap_or_default()))
+                .collect(),
             None => Vec::new(),
         };
-        Ok(RegionRow {
-            guid: r.get(0)?,
-            pid: r.get(1)?,
-            tid: r.get(2)?,
-            name: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
-            category: r.get(4)?,
-            start: r.get(5)?,
-            end: r.get(6)?,
-            corr_id: r.get(7)?,
+        Some(Ok(RegionRow {
+            guid: set.guid.clone(),
+            pid,
+            tid,
+            name,
+            category,
+            start: raw.start,
+            end: raw.end,
+            corr_id: raw.corr_id,
             args,
-        })
-    })?)
+        }))
+    }
 }
 
 /// Streams counter samples ordered by time.

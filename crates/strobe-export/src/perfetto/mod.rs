@@ -69,6 +69,39 @@ pub fn thread_uuid(guid: &str, tid: i64) -> u64 {
     hash64(&[b"t", guid.as_bytes(), &tid.to_le_bytes()])
 }
 
+/// FNV-style 64-bit hasher for the writer's hot maps (keys are short and
+/// trusted; SipHash's DoS resistance is not needed here).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FastHasher(u64);
+impl std::hash::Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = self.0 ^ 0xcbf2_9ce4_8422_2325;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let v = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+            h = (h ^ v).wrapping_mul(0x0000_0100_0000_01b3).rotate_left(23);
+        }
+        for b in chunks.remainder() {
+            h = (h ^ *b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0 ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+    }
+    fn write_i64(&mut self, v: i64) {
+        self.write_u64(v as u64);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+}
+type Fast = std::hash::BuildHasherDefault<FastHasher>;
+type FastMap<K, V> = HashMap<K, V, Fast>;
+
 struct Lane {
     uuid: u64,
     /// End times of the open regions, innermost last.
@@ -77,9 +110,14 @@ struct Lane {
 
 struct ThreadState {
     name: String,
-    pid: i64,
+    guid: Arc<str>,
+    tid: i64,
+    shift: i64,
     lanes: Vec<Lane>,
 }
+
+/// An END to write: (end time, tie-break, thread index, lane index).
+type PendingEnd = Reverse<(i64, u64, usize, usize)>;
 
 /// Streaming Perfetto encoder.
 ///
@@ -94,35 +132,49 @@ struct ThreadState {
 pub struct PerfettoWriter<W: Write> {
     out: W,
     buf: Vec<u8>,
+    ev: Vec<u8>,
+    inter_buf: Vec<u8>,
     frame: Vec<u8>,
     stats: PerfettoStats,
     shifts: HashMap<String, i64>,
-    procs: HashMap<String, i64>,
     modules: HashMap<(String, Arc<str>), ModuleRow>,
-    described: HashSet<u64>,
-    threads: HashMap<(String, i64), ThreadState>,
-    counters: HashMap<(String, Option<i64>, String), u64>,
-    pending: BinaryHeap<Reverse<(i64, u64, u64, String)>>,
+    described: HashSet<u64, Fast>,
+    thread_index: FastMap<(Arc<str>, i64), usize>,
+    threads: Vec<ThreadState>,
+    counters: FastMap<(Arc<str>, Option<i64>, String), u64>,
+    pending: BinaryHeap<PendingEnd>,
     push_seq: u64,
-    lane_of: HashMap<u64, (String, i64, usize)>,
     // Interning state of the sequence.
     needs_reset: bool,
     interned: usize,
     next_iid: u64,
-    names: HashMap<String, u64>,
-    cats: HashMap<String, u64>,
-    func_names: HashMap<String, u64>,
-    paths: HashMap<Arc<str>, u64>,
-    build_ids: HashMap<String, u64>,
-    mappings: HashMap<(String, Arc<str>), u64>,
-    frames: HashMap<source::FrameKey, u64>,
-    callstacks: HashMap<(String, i64), u64>,
+    names: FastMap<Arc<str>, u64>,
+    cats: FastMap<Arc<str>, u64>,
+    func_names: FastMap<String, u64>,
+    paths: FastMap<Arc<str>, u64>,
+    build_ids: FastMap<String, u64>,
+    mappings: FastMap<(String, Arc<str>), u64>,
+    frames: FastMap<source::FrameKey, u64>,
+    callstacks: FastMap<(String, i64), u64>,
+}
+
+fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+fn put_key(buf: &mut Vec<u8>, field: u32, wire: u32) {
+    put_varint(buf, u64::from((field << 3) | wire));
 }
 
 impl<W: Write> PerfettoWriter<W> {
     /// Starts a trace on `out`: writes the clock snapshot (monotonic and
     /// boottime taken as equal at `clock_base`, see docs/exports.md) and the
-    /// sequence defaults (`timestamp_clock_id` = MONOTONIC).
+    /// sequence defaults (`timestamp_clock_id` = MONOTONIC). `shifts` maps
+    /// process guids to the ns added to their timestamps; `modules` gives
+    /// mapping ranges and build ids.
     pub fn new(
         out: W,
         shifts: HashMap<String, i64>,
@@ -132,31 +184,32 @@ impl<W: Write> PerfettoWriter<W> {
         let mut w = PerfettoWriter {
             out,
             buf: Vec::with_capacity(256),
+            ev: Vec::with_capacity(64),
+            inter_buf: Vec::with_capacity(256),
             frame: Vec::with_capacity(16),
             stats: PerfettoStats::default(),
             shifts,
-            procs: HashMap::new(),
             modules: modules
                 .into_iter()
                 .map(|m| ((m.guid.clone(), m.path.clone()), m))
                 .collect(),
-            described: HashSet::new(),
-            threads: HashMap::new(),
-            counters: HashMap::new(),
+            described: HashSet::default(),
+            thread_index: FastMap::default(),
+            threads: Vec::new(),
+            counters: FastMap::default(),
             pending: BinaryHeap::new(),
             push_seq: 0,
-            lane_of: HashMap::new(),
             needs_reset: true,
             interned: 0,
             next_iid: 1,
-            names: HashMap::new(),
-            cats: HashMap::new(),
-            func_names: HashMap::new(),
-            paths: HashMap::new(),
-            build_ids: HashMap::new(),
-            mappings: HashMap::new(),
-            frames: HashMap::new(),
-            callstacks: HashMap::new(),
+            names: FastMap::default(),
+            cats: FastMap::default(),
+            func_names: FastMap::default(),
+            paths: FastMap::default(),
+            build_ids: FastMap::default(),
+            mappings: FastMap::default(),
+            frames: FastMap::default(),
+            callstacks: FastMap::default(),
         };
         w.emit(&TracePacket {
             trusted_packet_sequence_id: Some(SEQ_CLOCKS),
@@ -179,17 +232,21 @@ impl<W: Write> PerfettoWriter<W> {
         Ok(w)
     }
 
-    fn emit(&mut self, p: &TracePacket) -> Result<()> {
-        self.buf.clear();
-        p.encode(&mut self.buf)
-            .expect("a Vec grows to any encoded length");
+    fn write_frame(&mut self) -> Result<()> {
         self.frame.clear();
         self.frame.push(0x0a);
-        prost::encoding::encode_varint(self.buf.len() as u64, &mut self.frame);
+        put_varint(&mut self.frame, self.buf.len() as u64);
         self.out.write_all(&self.frame)?;
         self.out.write_all(&self.buf)?;
         self.stats.packets += 1;
         Ok(())
+    }
+
+    fn emit(&mut self, p: &TracePacket) -> Result<()> {
+        self.buf.clear();
+        p.encode(&mut self.buf)
+            .expect("a Vec grows to any encoded length");
+        self.write_frame()
     }
 
     /// Clears the interning state and (re)writes the sequence defaults on a
@@ -225,8 +282,8 @@ impl<W: Write> PerfettoWriter<W> {
         i
     }
 
-    fn ts(&self, guid: &str, t: i64) -> u64 {
-        (t + self.shifts.get(guid).copied().unwrap_or(0)).max(0) as u64
+    fn shift(&self, guid: &str) -> i64 {
+        self.shifts.get(guid).copied().unwrap_or(0)
     }
 
     fn describe(&mut self, d: TrackDescriptor) -> Result<()> {
@@ -243,7 +300,6 @@ impl<W: Write> PerfettoWriter<W> {
 
     /// Describes a process track (pid, command line, name).
     pub fn process(&mut self, p: &ProcessRow) -> Result<()> {
-        self.procs.insert(p.guid.clone(), p.pid);
         let name = if p.hostname.is_empty() {
             p.short_name()
         } else {
@@ -262,83 +318,114 @@ impl<W: Write> PerfettoWriter<W> {
 
     /// Describes a thread track (pid, tid, name).
     pub fn thread(&mut self, t: &ThreadRecord) -> Result<()> {
-        self.thread_track(&t.guid, t.pid, t.tid, t.name.clone())?;
+        let guid: Arc<str> = Arc::from(t.guid.as_str());
+        self.thread_track(&guid, t.pid, t.tid, t.name.clone())?;
         Ok(())
     }
 
-    fn thread_track(
-        &mut self,
-        guid: &str,
-        pid: i64,
-        tid: i64,
-        name: Option<String>,
-    ) -> Result<u64> {
-        let uuid = thread_uuid(guid, tid);
-        if !self.described.contains(&uuid) {
-            let name = name.unwrap_or_else(|| format!("thread {tid}"));
-            self.threads.insert(
-                (guid.to_string(), tid),
-                ThreadState {
-                    name: name.clone(),
-                    pid,
-                    lanes: vec![Lane {
-                        uuid,
-                        open: Vec::new(),
-                    }],
-                },
-            );
-            self.lane_of.insert(uuid, (guid.to_string(), tid, 0));
-            self.describe(TrackDescriptor {
-                uuid: Some(uuid),
-                parent_uuid: Some(process_uuid(guid)),
-                thread: Some(ThreadDescriptor {
-                    pid: Some(pid as i32),
-                    tid: Some(tid as i32),
-                    thread_name: Some(name),
-                }),
-                ..Default::default()
-            })?;
+    /// The thread's index, describing its track on first use.
+    fn thread_track(&mut self, guid: &Arc<str>, pid: i64, tid: i64, name: Option<String>) -> Result<usize> {
+        if let Some(i) = self.thread_index.get(&(guid.clone(), tid)) {
+            return Ok(*i);
         }
-        Ok(uuid)
+        let uuid = thread_uuid(guid, tid);
+        let name = name.unwrap_or_else(|| format!("thread {tid}"));
+        let idx = self.threads.len();
+        self.threads.push(ThreadState {
+            name: name.clone(),
+            guid: guid.clone(),
+            tid,
+            shift: self.shift(guid),
+            lanes: vec![Lane {
+                uuid,
+                open: Vec::new(),
+            }],
+        });
+        self.thread_index.insert((guid.clone(), tid), idx);
+        self.describe(TrackDescriptor {
+            uuid: Some(uuid),
+            parent_uuid: Some(process_uuid(guid)),
+            thread: Some(ThreadDescriptor {
+                pid: Some(pid as i32),
+                tid: Some(tid as i32),
+                thread_name: Some(name),
+            }),
+            ..Default::default()
+        })?;
+        Ok(idx)
+    }
+
+    /// Encodes a plain track event (no annotations, no flows) by hand: the
+    /// hot path of large traces.
+    #[allow(clippy::too_many_arguments)]
+    fn fast_event(
+        &mut self,
+        ts: u64,
+        ty: i32,
+        track: u64,
+        name_iid: Option<u64>,
+        cat_iid: Option<u64>,
+        counter: Option<f64>,
+        interned: Option<&InternedData>,
+    ) -> Result<()> {
+        self.ev.clear();
+        if let Some(c) = cat_iid {
+            put_key(&mut self.ev, 3, 0);
+            put_varint(&mut self.ev, c);
+        }
+        put_key(&mut self.ev, 9, 0);
+        put_varint(&mut self.ev, ty as u64);
+        if let Some(n) = name_iid {
+            put_key(&mut self.ev, 10, 0);
+            put_varint(&mut self.ev, n);
+        }
+        put_key(&mut self.ev, 11, 0);
+        put_varint(&mut self.ev, track);
+        if let Some(v) = counter {
+            put_key(&mut self.ev, 44, 1);
+            self.ev.extend_from_slice(&v.to_le_bytes());
+        }
+        self.buf.clear();
+        put_key(&mut self.buf, 8, 0);
+        put_varint(&mut self.buf, ts);
+        put_key(&mut self.buf, 10, 0);
+        put_varint(&mut self.buf, u64::from(SEQ));
+        put_key(&mut self.buf, 11, 2);
+        put_varint(&mut self.buf, self.ev.len() as u64);
+        self.buf.extend_from_slice(&self.ev);
+        if let Some(i) = interned {
+            self.inter_buf.clear();
+            i.encode(&mut self.inter_buf)
+                .expect("a Vec grows to any encoded length");
+            put_key(&mut self.buf, 12, 2);
+            put_varint(&mut self.buf, self.inter_buf.len() as u64);
+            self.buf.extend_from_slice(&self.inter_buf);
+        }
+        put_key(&mut self.buf, 13, 0);
+        put_varint(&mut self.buf, u64::from(SEQ_NEEDS_INCREMENTAL_STATE));
+        self.stats.events += 1;
+        self.write_frame()
     }
 
     /// Writes every END due at or before `t` (raw timestamp of the process
     /// that is about to be written; ends of other processes compare on their
     /// own clock, which only reorders packets across tracks).
     fn close_until(&mut self, t: i64) -> Result<()> {
-        while let Some(Reverse((end, _, uuid, _))) = self.pending.peek() {
-            if *end > t {
+        while let Some(Reverse((end, _, th, lane))) = self.pending.peek().copied() {
+            if end > t {
                 break;
             }
-            let (end, uuid) = (*end, *uuid);
-            let Some(Reverse((_, _, _, guid))) = self.pending.pop() else {
-                break;
-            };
-            if let Some((g, tid, lane)) = self.lane_of.get(&uuid).cloned() {
-                if let Some(th) = self.threads.get_mut(&(g, tid)) {
-                    th.lanes[lane].open.pop();
-                }
-            }
-            let ts = self.ts(&guid, end);
-            self.track_event(
-                ts,
-                TrackEvent {
-                    r#type: Some(TYPE_SLICE_END),
-                    track_uuid: Some(uuid),
-                    ..Default::default()
-                },
-                None,
-            )?;
+            self.pending.pop();
+            let ts = &mut self.threads[th];
+            ts.lanes[lane].open.pop();
+            let uuid = ts.lanes[lane].uuid;
+            let at = (end + ts.shift).max(0) as u64;
+            self.fast_event(at, TYPE_SLICE_END, uuid, None, None, None, None)?;
         }
         Ok(())
     }
 
-    fn track_event(
-        &mut self,
-        ts: u64,
-        ev: TrackEvent,
-        interned: Option<InternedData>,
-    ) -> Result<()> {
+    fn track_event(&mut self, ts: u64, ev: TrackEvent, interned: Option<InternedData>) -> Result<()> {
         self.stats.events += 1;
         self.emit(&TracePacket {
             timestamp: Some(ts),
@@ -357,26 +444,26 @@ impl<W: Write> PerfettoWriter<W> {
         Ok(())
     }
 
-    fn intern_name(&mut self, name: &str, inter: &mut InternedData) -> u64 {
+    fn intern_name(&mut self, name: &Arc<str>, inter: &mut Option<InternedData>) -> u64 {
         if let Some(i) = self.names.get(name) {
             return *i;
         }
         let i = self.iid();
-        self.names.insert(name.to_string(), i);
-        inter.event_names.push(EventName {
+        self.names.insert(name.clone(), i);
+        inter.get_or_insert_with(InternedData::default).event_names.push(EventName {
             iid: Some(i),
             name: Some(name.to_string()),
         });
         i
     }
 
-    fn intern_cat(&mut self, cat: &str, inter: &mut InternedData) -> u64 {
+    fn intern_cat(&mut self, cat: &Arc<str>, inter: &mut Option<InternedData>) -> u64 {
         if let Some(i) = self.cats.get(cat) {
             return *i;
         }
         let i = self.iid();
-        self.cats.insert(cat.to_string(), i);
-        inter.event_categories.push(EventCategory {
+        self.cats.insert(cat.clone(), i);
+        inter.get_or_insert_with(InternedData::default).event_categories.push(EventCategory {
             iid: Some(i),
             name: Some(cat.to_string()),
         });
@@ -389,51 +476,41 @@ impl<W: Write> PerfettoWriter<W> {
     pub fn region(&mut self, r: &RegionRow) -> Result<()> {
         self.close_until(r.start)?;
         self.maybe_reset()?;
-        let mut inter = InternedData::default();
+        let mut inter = None;
         let name_iid = self.intern_name(&r.name, &mut inter);
-        let cat = r
-            .category
-            .as_deref()
-            .map(|c| self.intern_cat(c, &mut inter));
-        let thread = self.thread_track(&r.guid, r.pid, r.tid, None)?;
-        let debug_annotations = r.args.iter().map(|(n, t, v)| annotation(n, t, v)).collect();
+        let cat = r.category.as_ref().map(|c| self.intern_cat(c, &mut inter));
+        let th = self.thread_track(&r.guid, r.pid, r.tid, None)?;
+        let ts = (r.start + self.threads[th].shift).max(0) as u64;
+        let plain = r.args.is_empty() && r.corr_id.is_none();
+        let track = if r.is_marker() {
+            self.stats.instants += 1;
+            self.threads[th].lanes[0].uuid
+        } else {
+            self.stats.slices += 1;
+            let lane = self.pick_lane(th, r.end)?;
+            self.push_seq += 1;
+            self.pending
+                .push(Reverse((r.end, u64::MAX - self.push_seq, th, lane)));
+            self.threads[th].lanes[lane].uuid
+        };
+        let ty = if r.is_marker() { TYPE_INSTANT } else { TYPE_SLICE_BEGIN };
+        if plain {
+            return self.fast_event(ts, ty, track, Some(name_iid), cat, None, inter.as_ref());
+        }
+        let debug_annotations = r
+            .args
+            .iter()
+            .map(|(n, t, v)| annotation(n, t, v))
+            .collect();
         let flow_ids = r
             .corr_id
             .map(|c| vec![hash64(&[b"f", r.guid.as_bytes(), &c.to_le_bytes()])])
             .unwrap_or_default();
-        let ts = self.ts(&r.guid, r.start);
-        let inter =
-            (!inter.event_names.is_empty() || !inter.event_categories.is_empty()).then_some(inter);
-        if r.is_marker() {
-            self.stats.instants += 1;
-            return self.track_event(
-                ts,
-                TrackEvent {
-                    r#type: Some(TYPE_INSTANT),
-                    track_uuid: Some(thread),
-                    name_iid: Some(name_iid),
-                    category_iids: cat.into_iter().collect(),
-                    debug_annotations,
-                    flow_ids,
-                    ..Default::default()
-                },
-                inter,
-            );
-        }
-        let lane = self.pick_lane(&r.guid, r.tid, r.end)?;
-        self.push_seq += 1;
-        self.pending.push(Reverse((
-            r.end,
-            u64::MAX - self.push_seq,
-            lane,
-            r.guid.clone(),
-        )));
-        self.stats.slices += 1;
         self.track_event(
             ts,
             TrackEvent {
-                r#type: Some(TYPE_SLICE_BEGIN),
-                track_uuid: Some(lane),
+                r#type: Some(ty),
+                track_uuid: Some(track),
                 name_iid: Some(name_iid),
                 category_iids: cat.into_iter().collect(),
                 debug_annotations,
@@ -444,39 +521,31 @@ impl<W: Write> PerfettoWriter<W> {
         )
     }
 
-    /// The first lane of the thread where a region ending at `end` nests
+    /// The first lane of thread `th` where a region ending at `end` nests
     /// (a new child track if none), with the region pushed on it.
-    fn pick_lane(&mut self, guid: &str, tid: i64, end: i64) -> Result<u64> {
-        let key = (guid.to_string(), tid);
-        let th = self.threads.get_mut(&key).expect("thread track exists");
-        for l in th.lanes.iter_mut() {
+    fn pick_lane(&mut self, th: usize, end: i64) -> Result<usize> {
+        let t = &mut self.threads[th];
+        for (k, l) in t.lanes.iter_mut().enumerate() {
             if l.open.last().is_none_or(|top| *top >= end) {
                 l.open.push(end);
-                return Ok(l.uuid);
+                return Ok(k);
             }
         }
-        let k = th.lanes.len();
-        let uuid = hash64(&[
-            b"l",
-            guid.as_bytes(),
-            &tid.to_le_bytes(),
-            &(k as u64).to_le_bytes(),
-        ]);
-        th.lanes.push(Lane {
+        let k = t.lanes.len();
+        let uuid = hash64(&[b"l", t.guid.as_bytes(), &t.tid.to_le_bytes(), &(k as u64).to_le_bytes()]);
+        t.lanes.push(Lane {
             uuid,
             open: vec![end],
         });
-        let name = format!("{} (overlapping {k})", th.name);
-        let pid = th.pid;
-        let _ = pid;
-        self.lane_of.insert(uuid, (guid.to_string(), tid, k));
+        let name = format!("{} (overlapping {k})", t.name);
+        let parent = thread_uuid(&t.guid, t.tid);
         self.describe(TrackDescriptor {
             uuid: Some(uuid),
             name: Some(name),
-            parent_uuid: Some(thread_uuid(guid, tid)),
+            parent_uuid: Some(parent),
             ..Default::default()
         })?;
-        Ok(uuid)
+        Ok(k)
     }
 
     /// Writes one counter value on the counter's track (described on first
@@ -484,20 +553,19 @@ impl<W: Write> PerfettoWriter<W> {
     pub fn counter(&mut self, c: &CounterRecord) -> Result<()> {
         self.close_until(c.timestamp)?;
         self.maybe_reset()?;
-        let key = (c.guid.clone(), c.tid, c.name.clone());
+        let guid: Arc<str> = Arc::from(c.guid.as_str());
+        let key = (guid.clone(), c.tid, c.name.clone());
         let uuid = match self.counters.get(&key) {
             Some(u) => *u,
             None => {
                 let parent = match c.tid {
-                    Some(t) => self.thread_track(&c.guid, c.pid, t, None)?,
+                    Some(t) => {
+                        let th = self.thread_track(&guid, c.pid, t, None)?;
+                        self.threads[th].lanes[0].uuid
+                    }
                     None => process_uuid(&c.guid),
                 };
-                let uuid = hash64(&[
-                    b"c",
-                    c.guid.as_bytes(),
-                    &c.tid.unwrap_or(-1).to_le_bytes(),
-                    c.name.as_bytes(),
-                ]);
+                let uuid = hash64(&[b"c", c.guid.as_bytes(), &c.tid.unwrap_or(-1).to_le_bytes(), c.name.as_bytes()]);
                 self.describe(TrackDescriptor {
                     uuid: Some(uuid),
                     name: Some(c.name.clone()),
@@ -513,17 +581,8 @@ impl<W: Write> PerfettoWriter<W> {
             }
         };
         self.stats.counter_values += 1;
-        let ts = self.ts(&c.guid, c.timestamp);
-        self.track_event(
-            ts,
-            TrackEvent {
-                r#type: Some(TYPE_COUNTER),
-                track_uuid: Some(uuid),
-                double_counter_value: Some(c.value),
-                ..Default::default()
-            },
-            None,
-        )
+        let ts = (c.timestamp + self.shift(&c.guid)).max(0) as u64;
+        self.fast_event(ts, TYPE_COUNTER, uuid, None, None, Some(c.value), None)
     }
 
     /// Writes one sample as a `PerfSample` packet, interning its frames,
@@ -531,7 +590,8 @@ impl<W: Write> PerfettoWriter<W> {
     pub fn sample(&mut self, s: &SampleRecord) -> Result<()> {
         self.close_until(s.timestamp)?;
         self.maybe_reset()?;
-        self.thread_track(&s.guid, s.pid, s.tid, None)?;
+        let guid: Arc<str> = Arc::from(s.guid.as_str());
+        self.thread_track(&guid, s.pid, s.tid, None)?;
         let mut inter = InternedData::default();
         let cs_iid = match s.stack_id {
             None => None,
@@ -555,7 +615,7 @@ impl<W: Write> PerfettoWriter<W> {
         self.stats.samples += 1;
         self.stats.events += 1;
         let has = !(inter.callstacks.is_empty() && inter.frames.is_empty());
-        let ts = self.ts(&s.guid, s.timestamp);
+        let ts = (s.timestamp + self.shift(&s.guid)).max(0) as u64;
         self.emit(&TracePacket {
             timestamp: Some(ts),
             trusted_packet_sequence_id: Some(SEQ),
@@ -571,18 +631,8 @@ impl<W: Write> PerfettoWriter<W> {
         })
     }
 
-    fn intern_frame(
-        &mut self,
-        guid: &str,
-        f: &strobe_db::ResolvedFrame,
-        inter: &mut InternedData,
-    ) -> u64 {
-        let key = (
-            guid.to_string(),
-            f.module.clone(),
-            f.rel_pc,
-            f.function.clone(),
-        );
+    fn intern_frame(&mut self, guid: &str, f: &strobe_db::ResolvedFrame, inter: &mut InternedData) -> u64 {
+        let key = (guid.to_string(), f.module.clone(), f.rel_pc, f.function.clone());
         if let Some(i) = self.frames.get(&key) {
             return *i;
         }
@@ -599,10 +649,7 @@ impl<W: Write> PerfettoWriter<W> {
                 i
             }
         };
-        let mapping = f
-            .module
-            .as_ref()
-            .map(|m| self.intern_mapping(guid, m, inter));
+        let mapping = f.module.as_ref().map(|m| self.intern_mapping(guid, m, inter));
         let i = self.iid();
         inter.frames.push(Frame {
             iid: Some(i),
