@@ -163,12 +163,91 @@ struct RawRegion {
     args: Option<String>,
 }
 
+fn raw_region(r: &strobe_db::rusqlite::Row<'_>) -> strobe_db::rusqlite::Result<RawRegion> {
+    Ok(RawRegion {
+        tid: r.get::<_, Option<i64>>(0)?.unwrap_or(0),
+        start: r.get(1)?,
+        end: r.get(2)?,
+        name_id: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
+        category_id: r.get(4)?,
+        corr_id: r.get(5)?,
+        args: r.get(6)?,
+    })
+}
+
 /// Most cached strings per process before the cache is cleared.
 const STRING_CACHE: usize = 65_536;
+/// Rows per batch handed from a reader thread to the exporter.
+const BATCH: usize = 4096;
+/// Batches in flight per reader thread (bounds the memory they hold).
+const BATCHES_IN_FLIGHT: usize = 4;
+/// Most processes read by their own threads; beyond, streams share the
+/// profile's connection (each reader thread holds a SQLite page cache).
+const MAX_READER_THREADS: usize = 8;
+
+type BatchRx = std::sync::mpsc::Receiver<std::result::Result<Vec<RawRegion>, strobe_db::DbError>>;
+type BatchTx = std::sync::mpsc::SyncSender<std::result::Result<Vec<RawRegion>, strobe_db::DbError>>;
+
+/// Where one process's ordered region rows come from.
+enum Feed<'p> {
+    /// A statement on the profile's connection.
+    Local(std::iter::Peekable<RowStream<'p, RawRegion>>),
+    /// A reader thread with its own connection, sending batches.
+    /// Each covers a disjoint, later range of start times than the one
+    /// before it, so reading them one after the other keeps the order.
+    Thread {
+        rxs: std::collections::VecDeque<BatchRx>,
+        batch: std::collections::VecDeque<RawRegion>,
+        error: Option<strobe_db::DbError>,
+    },
+}
+
+impl Feed<'_> {
+    /// The next row's (start, end), `None` at the end; errors stay queued
+    /// for [`Feed::take`].
+    fn peek(&mut self) -> Option<(i64, i64)> {
+        match self {
+            Feed::Local(rows) => match rows.peek() {
+                Some(Ok(r)) => Some((r.start, r.end)),
+                Some(Err(_)) => Some((i64::MIN, 0)),
+                None => None,
+            },
+            Feed::Thread { rxs, batch, error } => {
+                if error.is_some() {
+                    return Some((i64::MIN, 0));
+                }
+                while batch.is_empty() {
+                    let rx = rxs.front()?;
+                    match rx.recv() {
+                        Ok(Ok(b)) => batch.extend(b),
+                        Ok(Err(e)) => {
+                            *error = Some(e);
+                            return Some((i64::MIN, 0));
+                        }
+                        Err(_) => {
+                            rxs.pop_front();
+                        }
+                    }
+                }
+                batch.front().map(|r| (r.start, r.end))
+            }
+        }
+    }
+
+    fn take(&mut self) -> Option<std::result::Result<RawRegion, strobe_db::DbError>> {
+        match self {
+            Feed::Local(rows) => rows.next(),
+            Feed::Thread { batch, error, .. } => match error.take() {
+                Some(e) => Some(Err(e)),
+                None => batch.pop_front().map(Ok),
+            },
+        }
+    }
+}
 
 struct SetStream<'p> {
     guid: Arc<str>,
-    rows: std::iter::Peekable<RowStream<'p, RawRegion>>,
+    feed: Feed<'p>,
     string_sql: String,
     strings: HashMap<i64, Arc<str>>,
     threads: HashMap<i64, (i64, i64)>,
@@ -176,8 +255,10 @@ struct SetStream<'p> {
 
 /// Time-ordered regions of every process: one ordered query per process
 /// (over its suffixed tables, window applied, narrow rows so SQLite's
-/// external sort stays cheap) merged here; names, categories and OS
-/// pid/tid are resolved from small per-process caches.
+/// external sort stays cheap), each run by its own reader thread on its
+/// own read-only connection when there are few processes (so sorting and
+/// encoding use two cores), merged here; names, categories and OS pid/tid
+/// are resolved from small per-process caches.
 pub struct Regions<'p> {
     p: &'p Profile,
     sets: Vec<SetStream<'p>>,
@@ -190,14 +271,153 @@ fn qerr(sql: &str) -> impl Fn(strobe_db::rusqlite::Error) -> strobe_db::DbError 
     }
 }
 
+/// The ordered region query of one process; creates the indexed argument
+/// copy it needs in `conn`'s TEMP schema.
+fn region_query(
+    conn: &strobe_db::rusqlite::Connection,
+    sc: &str,
+    sf: &str,
+    window: (Option<i64>, Option<i64>),
+    starts: (Option<i64>, Option<i64>),
+) -> Result<String> {
+    let asql = format!("SELECT EXISTS (SELECT 1 FROM \"{sc}\".\"rocpd_arg{sf}\")");
+    let has_args: bool = conn.query_row(&asql, [], |r| r.get(0)).map_err(qerr(&asql))?;
+    let args_col = if has_args {
+        // The writer creates no index on rocpd_arg: build an indexed
+        // temporary copy for the per-region lookup. (SQLite keeps TEMP
+        // objects and sorts in temporary files by default; never change
+        // `temp_store` here: that drops the reader's TEMP views.)
+        let t = format!("strobe_export_args{sf}");
+        let sql = format!(
+            "DROP TABLE IF EXISTS temp.\"{t}\";
+             CREATE TEMP TABLE \"{t}\" AS SELECT event_id, position, name, type, value FROM \"{sc}\".\"rocpd_arg{sf}\";
+             CREATE INDEX temp.\"{t}_ev\" ON \"{t}\"(event_id, position);"
+        );
+        conn.execute_batch(&sql).map_err(qerr(&sql))?;
+        format!(
+            "(SELECT json_group_array(json_array(A.name, A.type, A.value)) FROM (SELECT name, type, value FROM temp.\"{t}\" X WHERE X.event_id = R.event_id ORDER BY position) A)"
+        )
+    } else {
+        "NULL".to_string()
+    };
+    let mut wh = Vec::new();
+    if let Some(lo) = window.0 {
+        wh.push(format!("R.\"end\" >= {lo}"));
+    }
+    if let Some(hi) = window.1 {
+        wh.push(format!("R.start <= {hi}"));
+    }
+    if let Some(a) = starts.0 {
+        wh.push(format!("R.start >= {a}"));
+    }
+    if let Some(b) = starts.1 {
+        wh.push(format!("R.start < {b}"));
+    }
+    let wh = if wh.is_empty() {
+        String::new()
+    } else {
+        format!("WHERE {}", wh.join(" AND "))
+    };
+    Ok(format!(
+        "SELECT R.tid, R.start, R.\"end\", R.name_id, E.category_id, E.correlation_id, {args_col}
+         FROM \"{sc}\".\"rocpd_region{sf}\" R LEFT JOIN \"{sc}\".\"rocpd_event{sf}\" E ON E.id = R.event_id
+         {wh} ORDER BY R.start, R.\"end\" DESC"
+    ))
+}
+
+/// The start time of the region in the middle of the table (by row id,
+/// which follows time closely): a cheap split point for two sorters.
+/// `None` for small tables, where one sorter is enough.
+fn split_point(conn: &strobe_db::rusqlite::Connection, sc: &str, sf: &str) -> Result<Option<i64>> {
+    let sql = format!(
+        "SELECT start FROM \"{sc}\".\"rocpd_region{sf}\" WHERE rowid >= (SELECT MAX(rowid) / 2 FROM \"{sc}\".\"rocpd_region{sf}\") AND (SELECT MAX(rowid) FROM \"{sc}\".\"rocpd_region{sf}\") > 100000 ORDER BY rowid LIMIT 1"
+    );
+    let mut st = conn.prepare(&sql).map_err(qerr(&sql))?;
+    let mut rows = st.query([]).map_err(qerr(&sql))?;
+    Ok(match rows.next().map_err(qerr(&sql))? {
+        Some(r) => r.get::<_, Option<i64>>(0).map_err(qerr(&sql))?,
+        None => None,
+    })
+}
+
+/// A `file:` URI opening `path` read-only.
+fn ro_uri(path: &str) -> String {
+    let mut s = String::from("file:");
+    for b in path.bytes() {
+        match b {
+            b'%' | b'?' | b'#' | b'&' | b'=' | b' ' | 0x80..=0xff => s.push_str(&format!("%{b:02X}")),
+            c => s.push(c as char),
+        }
+    }
+    s.push_str("?mode=ro");
+    s
+}
+
+/// Runs one process's ordered query on a new connection, sending batches.
+fn reader_thread(
+    file: String,
+    sc: String,
+    sf: String,
+    window: (Option<i64>, Option<i64>),
+    starts: (Option<i64>, Option<i64>),
+    tx: BatchTx,
+) {
+    let run = || -> std::result::Result<(), strobe_db::DbError> {
+        let conn = strobe_db::rusqlite::Connection::open_in_memory().map_err(qerr("open"))?;
+        let att = format!("ATTACH DATABASE ?1 AS \"{sc}\"");
+        conn.execute(&att, [ro_uri(&file)]).map_err(qerr(&att))?;
+        let sql = region_query(&conn, &sc, &sf, window, starts).map_err(|e| match e {
+            crate::error::ExportError::Db(d) => d,
+            other => strobe_db::DbError::Query { message: other.to_string(), sql: String::new() },
+        })?;
+        let mut st = conn.prepare(&sql).map_err(qerr(&sql))?;
+        let mut rows = st.query([]).map_err(qerr(&sql))?;
+        let mut batch = Vec::with_capacity(BATCH);
+        while let Some(r) = rows.next().map_err(qerr(&sql))? {
+            batch.push(raw_region(r).map_err(qerr(&sql))?);
+            if batch.len() == BATCH {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                if tx.send(Ok(full)).is_err() {
+                    return Ok(()); // the exporter stopped reading
+                }
+            }
+        }
+        if !batch.is_empty() {
+            let _ = tx.send(Ok(batch));
+        }
+        Ok(())
+    };
+    if let Err(e) = run() {
+        let _ = tx.send(Err(e));
+    }
+}
+
 /// Streams regions and markers of all processes ordered by start, longest
 /// first at equal starts (so parents precede their children), with their
 /// correlation ids and arguments.
 pub fn regions(p: &Profile) -> Result<Regions<'_>> {
     let conn = p.connection();
-    let (lo, hi) = p.window();
+    let window = p.window();
+    let table_sets = p.table_sets();
+    // Attach alias → file, for reader threads.
+    let mut files: HashMap<String, String> = HashMap::new();
+    {
+        let sql = "PRAGMA database_list";
+        let mut st = conn.prepare(sql).map_err(qerr(sql))?;
+        let rows = st
+            .query_map([], |r| Ok((r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?)))
+            .map_err(qerr(sql))?;
+        for r in rows {
+            let (name, file) = r.map_err(qerr(sql))?;
+            if let Some(f) = file.filter(|f| !f.is_empty()) {
+                files.insert(name, f);
+            }
+        }
+    }
+    let n_sets = table_sets.len();
+    let threaded = n_sets <= MAX_READER_THREADS;
     let mut sets = Vec::new();
-    for (ts, guid) in p.table_sets() {
+    for (ts, guid) in table_sets {
         let (sc, sf) = (&ts.schema, &ts.suffix);
         let tsql = format!(
             "SELECT T.id, P.pid, T.tid FROM \"{sc}\".\"rocpd_info_thread{sf}\" T JOIN \"{sc}\".\"rocpd_info_process{sf}\" P ON P.id = T.pid"
@@ -206,60 +426,46 @@ pub fn regions(p: &Profile) -> Result<Regions<'_>> {
         {
             let mut st = conn.prepare(&tsql).map_err(qerr(&tsql))?;
             let rows = st
-                .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?, r.get::<_, Option<i64>>(2)?)))
+                .query_map([], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?, r.get::<_, Option<i64>>(2)?))
+                })
                 .map_err(qerr(&tsql))?;
             for r in rows {
                 let (id, pid, tid) = r.map_err(qerr(&tsql))?;
                 threads.insert(id, (pid.unwrap_or(0), tid.unwrap_or(0)));
             }
         }
-        let asql = format!("SELECT EXISTS (SELECT 1 FROM \"{sc}\".\"rocpd_arg{sf}\")");
-        let has_args: bool = conn.query_row(&asql, [], |r| r.get(0)).map_err(qerr(&asql))?;
-        let args_col = if has_args {
-            // The writer creates no index on rocpd_arg: build an indexed
-            // temporary copy for the per-region lookup. (SQLite keeps TEMP
-            // objects and sorts in temporary files by default; never change
-            // `temp_store` here: that drops the reader's TEMP views.)
-            let t = format!("strobe_export_args{sf}");
-            let sql = format!(
-                "DROP TABLE IF EXISTS temp.\"{t}\";
-                 CREATE TEMP TABLE \"{t}\" AS SELECT event_id, position, name, type, value FROM \"{sc}\".\"rocpd_arg{sf}\";
-                 CREATE INDEX temp.\"{t}_ev\" ON \"{t}\"(event_id, position);"
-            );
-            conn.execute_batch(&sql).map_err(qerr(&sql))?;
-            format!(
-                "(SELECT json_group_array(json_array(A.name, A.type, A.value)) FROM (SELECT name, type, value FROM temp.\"{t}\" X WHERE X.event_id = R.event_id ORDER BY position) A)"
-            )
-        } else {
-            "NULL".to_string()
+        let feed = match files.get(sc.as_str()) {
+            Some(file) if threaded => {
+                // A single process is split at its middle row's start time
+                // into two ranges sorted by two threads at once.
+                let ranges = match split_point(conn, sc, sf)? {
+                    Some(mid) if n_sets == 1 => vec![(None, Some(mid)), (Some(mid), None)],
+                    _ => vec![(None, None)],
+                };
+                let mut rxs = std::collections::VecDeque::new();
+                for starts in ranges {
+                    let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_IN_FLIGHT);
+                    let (file, sc2, sf2) = (file.clone(), sc.clone(), sf.clone());
+                    std::thread::Builder::new()
+                        .name("strobe-export-reader".into())
+                        .spawn(move || reader_thread(file, sc2, sf2, window, starts, tx))?;
+                    rxs.push_back(rx);
+                }
+                Feed::Thread {
+                    rxs,
+                    batch: std::collections::VecDeque::new(),
+                    error: None,
+                }
+            }
+            _ => {
+                let sql = region_query(conn, sc, sf, window, (None, None))?;
+                Feed::Local(p.query_stream(&sql, raw_region)?.peekable())
+            }
         };
-        let mut wh = Vec::new();
-        if let Some(lo) = lo {
-            wh.push(format!("R.\"end\" >= {lo}"));
-        }
-        if let Some(hi) = hi {
-            wh.push(format!("R.start <= {hi}"));
-        }
-        let wh = if wh.is_empty() { String::new() } else { format!("WHERE {}", wh.join(" AND ")) };
-        let sql = format!(
-            "SELECT R.tid, R.start, R.\"end\", R.name_id, E.category_id, E.correlation_id, {args_col}
-             FROM \"{sc}\".\"rocpd_region{sf}\" R LEFT JOIN \"{sc}\".\"rocpd_event{sf}\" E ON E.id = R.event_id
-             {wh} ORDER BY R.start, R.\"end\" DESC"
-        );
-        let rows = p.query_stream(&sql, |r| {
-            Ok(RawRegion {
-                tid: r.get::<_, Option<i64>>(0)?.unwrap_or(0),
-                start: r.get(1)?,
-                end: r.get(2)?,
-                name_id: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
-                category_id: r.get(4)?,
-                corr_id: r.get(5)?,
-                args: r.get(6)?,
-            })
-        })?;
         sets.push(SetStream {
             guid: Arc::from(guid.as_str()),
-            rows: rows.peekable(),
+            feed,
             string_sql: format!("SELECT string FROM \"{sc}\".\"rocpd_string{sf}\" WHERE id = ?1"),
             strings: HashMap::new(),
             threads,
@@ -292,19 +498,15 @@ impl Iterator for Regions<'_> {
     fn next(&mut self) -> Option<Result<RegionRow>> {
         let mut best: Option<(usize, i64, i64)> = None;
         for (k, s) in self.sets.iter_mut().enumerate() {
-            match s.rows.peek() {
-                Some(Ok(r)) => {
-                    if best.is_none_or(|(_, bs, be)| (r.start, -r.end) < (bs, -be)) {
-                        best = Some((k, r.start, r.end));
-                    }
+            if let Some((start, end)) = s.feed.peek() {
+                if best.is_none_or(|(_, bs, be)| (start, -end) < (bs, -be)) {
+                    best = Some((k, start, end));
                 }
-                Some(Err(_)) => return s.rows.next().map(|r| r.map(|_| unreachable!()).map_err(Into::into)),
-                None => {}
             }
         }
         let (k, _, _) = best?;
         let set = &mut self.sets[k];
-        let raw = match set.rows.next()? {
+        let raw = match set.feed.take()? {
             Ok(r) => r,
             Err(e) => return Some(Err(e.into())),
         };

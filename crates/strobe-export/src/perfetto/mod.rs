@@ -158,6 +158,7 @@ pub struct PerfettoWriter<W: Write> {
     callstacks: FastMap<(String, i64), u64>,
 }
 
+#[inline]
 fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         buf.push((v as u8) | 0x80);
@@ -165,6 +166,7 @@ fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
     }
     buf.push(v as u8);
 }
+#[inline]
 fn put_key(buf: &mut Vec<u8>, field: u32, wire: u32) {
     put_varint(buf, u64::from((field << 3) | wire));
 }
