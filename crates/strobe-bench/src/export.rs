@@ -131,7 +131,9 @@ fn child(db: &Path, format: &str, out_dir: &Path) -> anyhow::Result<()> {
     let path = out_dir.join(format!("bench{}", f.extension()));
     let file = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&path)?);
     let events = match f {
-        strobe_export::Format::Perfetto => strobe_export::perfetto::write_perfetto(&p, file)?.events,
+        strobe_export::Format::Perfetto => {
+            strobe_export::perfetto::write_perfetto(&p, file)?.events
+        }
         strobe_export::Format::Chrome => {
             let s = strobe_export::chrome::write_chrome(&p, file)?;
             s.regions + s.instants + s.counters + s.metadata
@@ -144,7 +146,10 @@ fn child(db: &Path, format: &str, out_dir: &Path) -> anyhow::Result<()> {
                 .map(|(_, n)| *n)
                 .sum()
         }
-        other => bail!("the export benchmark converts pftrace, json or csv, not {}", other.name()),
+        other => bail!(
+            "the export benchmark converts pftrace, json or csv, not {}",
+            other.name()
+        ),
     };
     println!("events {events}");
     Ok(())

@@ -23,6 +23,7 @@ pub mod folded;
 pub mod format;
 pub mod perfetto;
 pub mod pprof;
+mod runsort;
 pub mod source;
 
 pub use error::{ExportError, Result};

@@ -220,8 +220,7 @@ pub fn write_pprof<W: Write>(p: &Profile, out: W) -> Result<PprofStats> {
     let (k_pid, k_tid) = (s.get("pid"), s.get("tid"));
     let mut mappings: HashMap<(String, Arc<str>), u64> = HashMap::new();
     let mut functions: HashMap<String, u64> = HashMap::new();
-    let mut locations: HashMap<source::FrameKey, u64> =
-        HashMap::new();
+    let mut locations: HashMap<source::FrameKey, u64> = HashMap::new();
     let groups = p.query_stream(
         "SELECT guid, pid, tid, stack_id, COUNT(*) FROM samples GROUP BY guid, pid, tid, stack_id",
         |r| {

@@ -249,8 +249,8 @@ struct SetStream<'p> {
     guid: Arc<str>,
     feed: Feed<'p>,
     string_sql: String,
-    strings: HashMap<i64, Arc<str>>,
-    threads: HashMap<i64, (i64, i64)>,
+    strings: crate::perfetto::FastMap<i64, Arc<str>>,
+    threads: crate::perfetto::FastMap<i64, (i64, i64)>,
 }
 
 /// Time-ordered regions of every process: one ordered query per process
@@ -271,35 +271,35 @@ fn qerr(sql: &str) -> impl Fn(strobe_db::rusqlite::Error) -> strobe_db::DbError 
     }
 }
 
-/// The ordered region query of one process; creates the indexed argument
-/// copy it needs in `conn`'s TEMP schema.
-fn region_query(
+/// When the process has region arguments, copies them into an indexed
+/// TEMP table of `conn` (the writer creates no index on `rocpd_arg`) and
+/// returns its name. SQLite keeps TEMP objects in temporary files by
+/// default; never change `temp_store` here: that drops the reader's TEMP
+/// views.
+fn prepare_args(
     conn: &strobe_db::rusqlite::Connection,
     sc: &str,
     sf: &str,
-    window: (Option<i64>, Option<i64>),
-    starts: (Option<i64>, Option<i64>),
-) -> Result<String> {
+) -> Result<Option<String>> {
     let asql = format!("SELECT EXISTS (SELECT 1 FROM \"{sc}\".\"rocpd_arg{sf}\")");
-    let has_args: bool = conn.query_row(&asql, [], |r| r.get(0)).map_err(qerr(&asql))?;
-    let args_col = if has_args {
-        // The writer creates no index on rocpd_arg: build an indexed
-        // temporary copy for the per-region lookup. (SQLite keeps TEMP
-        // objects and sorts in temporary files by default; never change
-        // `temp_store` here: that drops the reader's TEMP views.)
-        let t = format!("strobe_export_args{sf}");
-        let sql = format!(
-            "DROP TABLE IF EXISTS temp.\"{t}\";
-             CREATE TEMP TABLE \"{t}\" AS SELECT event_id, position, name, type, value FROM \"{sc}\".\"rocpd_arg{sf}\";
-             CREATE INDEX temp.\"{t}_ev\" ON \"{t}\"(event_id, position);"
-        );
-        conn.execute_batch(&sql).map_err(qerr(&sql))?;
-        format!(
-            "(SELECT json_group_array(json_array(A.name, A.type, A.value)) FROM (SELECT name, type, value FROM temp.\"{t}\" X WHERE X.event_id = R.event_id ORDER BY position) A)"
-        )
-    } else {
-        "NULL".to_string()
-    };
+    let has_args: bool = conn
+        .query_row(&asql, [], |r| r.get(0))
+        .map_err(qerr(&asql))?;
+    if !has_args {
+        return Ok(None);
+    }
+    let t = format!("strobe_export_args{sf}");
+    let sql = format!(
+        "DROP TABLE IF EXISTS temp.\"{t}\";
+         CREATE TEMP TABLE \"{t}\" AS SELECT event_id, position, name, type, value FROM \"{sc}\".\"rocpd_arg{sf}\";
+         CREATE INDEX temp.\"{t}_ev\" ON \"{t}\"(event_id, position);"
+    );
+    conn.execute_batch(&sql).map_err(qerr(&sql))?;
+    Ok(Some(t))
+}
+
+/// `WHERE` for the time window and an optional row-id range.
+fn where_clause(window: (Option<i64>, Option<i64>), rows: (Option<i64>, Option<i64>)) -> String {
     let mut wh = Vec::new();
     if let Some(lo) = window.0 {
         wh.push(format!("R.\"end\" >= {lo}"));
@@ -307,37 +307,47 @@ fn region_query(
     if let Some(hi) = window.1 {
         wh.push(format!("R.start <= {hi}"));
     }
-    if let Some(a) = starts.0 {
-        wh.push(format!("R.start >= {a}"));
+    if let Some(a) = rows.0 {
+        wh.push(format!("R.rowid >= {a}"));
     }
-    if let Some(b) = starts.1 {
-        wh.push(format!("R.start < {b}"));
+    if let Some(b) = rows.1 {
+        wh.push(format!("R.rowid < {b}"));
     }
-    let wh = if wh.is_empty() {
+    if wh.is_empty() {
         String::new()
     } else {
         format!("WHERE {}", wh.join(" AND "))
+    }
+}
+
+/// The ordered region query of one process (SQLite sorts), for processes
+/// read on the profile's own connection.
+fn region_query(
+    conn: &strobe_db::rusqlite::Connection,
+    sc: &str,
+    sf: &str,
+    window: (Option<i64>, Option<i64>),
+) -> Result<String> {
+    let args_col = match prepare_args(conn, sc, sf)? {
+        Some(t) => format!(
+            "(SELECT json_group_array(json_array(A.name, A.type, A.value)) FROM (SELECT name, type, value FROM temp.\"{t}\" X WHERE X.event_id = R.event_id ORDER BY position) A)"
+        ),
+        None => "NULL".to_string(),
     };
     Ok(format!(
         "SELECT R.tid, R.start, R.\"end\", R.name_id, E.category_id, E.correlation_id, {args_col}
          FROM \"{sc}\".\"rocpd_region{sf}\" R LEFT JOIN \"{sc}\".\"rocpd_event{sf}\" E ON E.id = R.event_id
-         {wh} ORDER BY R.start, R.\"end\" DESC"
+         {} ORDER BY R.start, R.\"end\" DESC",
+        where_clause(window, (None, None))
     ))
 }
 
-/// The start time of the region in the middle of the table (by row id,
-/// which follows time closely): a cheap split point for two sorters.
-/// `None` for small tables, where one sorter is enough.
+/// The middle row id of a large region table: a split point for two
+/// reader threads. `None` for small tables, where one is enough.
 fn split_point(conn: &strobe_db::rusqlite::Connection, sc: &str, sf: &str) -> Result<Option<i64>> {
-    let sql = format!(
-        "SELECT start FROM \"{sc}\".\"rocpd_region{sf}\" WHERE rowid >= (SELECT MAX(rowid) / 2 FROM \"{sc}\".\"rocpd_region{sf}\") AND (SELECT MAX(rowid) FROM \"{sc}\".\"rocpd_region{sf}\") > 100000 ORDER BY rowid LIMIT 1"
-    );
-    let mut st = conn.prepare(&sql).map_err(qerr(&sql))?;
-    let mut rows = st.query([]).map_err(qerr(&sql))?;
-    Ok(match rows.next().map_err(qerr(&sql))? {
-        Some(r) => r.get::<_, Option<i64>>(0).map_err(qerr(&sql))?,
-        None => None,
-    })
+    let sql = format!("SELECT MAX(rowid) FROM \"{sc}\".\"rocpd_region{sf}\"");
+    let max: Option<i64> = conn.query_row(&sql, [], |r| r.get(0)).map_err(qerr(&sql))?;
+    Ok(max.filter(|m| *m > 100_000).map(|m| m / 2))
 }
 
 /// A `file:` URI opening `path` read-only.
@@ -345,7 +355,9 @@ fn ro_uri(path: &str) -> String {
     let mut s = String::from("file:");
     for b in path.bytes() {
         match b {
-            b'%' | b'?' | b'#' | b'&' | b'=' | b' ' | 0x80..=0xff => s.push_str(&format!("%{b:02X}")),
+            b'%' | b'?' | b'#' | b'&' | b'=' | b' ' | 0x80..=0xff => {
+                s.push_str(&format!("%{b:02X}"))
+            }
             c => s.push(c as char),
         }
     }
@@ -353,28 +365,84 @@ fn ro_uri(path: &str) -> String {
     s
 }
 
-/// Runs one process's ordered query on a new connection, sending batches.
+/// Runs one process's region scan on a new connection, sorts it with
+/// bounded memory ([`crate::runsort`]) and sends the ordered rows in
+/// batches, each with its arguments.
 fn reader_thread(
     file: String,
     sc: String,
     sf: String,
     window: (Option<i64>, Option<i64>),
-    starts: (Option<i64>, Option<i64>),
+    rows: (Option<i64>, Option<i64>),
     tx: BatchTx,
 ) {
     let run = || -> std::result::Result<(), strobe_db::DbError> {
         let conn = strobe_db::rusqlite::Connection::open_in_memory().map_err(qerr("open"))?;
         let att = format!("ATTACH DATABASE ?1 AS \"{sc}\"");
         conn.execute(&att, [ro_uri(&file)]).map_err(qerr(&att))?;
-        let sql = region_query(&conn, &sc, &sf, window, starts).map_err(|e| match e {
+        let args_table = prepare_args(&conn, &sc, &sf).map_err(|e| match e {
             crate::error::ExportError::Db(d) => d,
-            other => strobe_db::DbError::Query { message: other.to_string(), sql: String::new() },
+            other => strobe_db::DbError::Query {
+                message: other.to_string(),
+                sql: String::new(),
+            },
         })?;
-        let mut st = conn.prepare(&sql).map_err(qerr(&sql))?;
-        let mut rows = st.query([]).map_err(qerr(&sql))?;
+        let sql = format!(
+            "SELECT R.tid, R.start, R.\"end\", R.name_id, E.category_id, E.correlation_id, R.event_id
+             FROM \"{sc}\".\"rocpd_region{sf}\" R LEFT JOIN \"{sc}\".\"rocpd_event{sf}\" E ON E.id = R.event_id {}",
+            where_clause(window, rows)
+        );
+        let io = |e: std::io::Error| strobe_db::DbError::Io {
+            path: std::env::temp_dir(),
+            error: e,
+        };
+        let mut sorter = crate::runsort::RunSorter::new();
+        {
+            let mut st = conn.prepare(&sql).map_err(qerr(&sql))?;
+            let mut rows = st.query([]).map_err(qerr(&sql))?;
+            while let Some(r) = rows.next().map_err(qerr(&sql))? {
+                let rec = (|| -> strobe_db::rusqlite::Result<crate::runsort::Rec> {
+                    Ok(crate::runsort::Rec {
+                        tid: r.get::<_, Option<i64>>(0)?.unwrap_or(0),
+                        start: r.get(1)?,
+                        end: r.get(2)?,
+                        name_id: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
+                        category_id: r.get::<_, Option<i64>>(4)?.unwrap_or(-1),
+                        corr_id: r.get::<_, Option<i64>>(5)?.unwrap_or(i64::MIN),
+                        event_id: r.get::<_, Option<i64>>(6)?.unwrap_or(0),
+                    })
+                })()
+                .map_err(qerr(&sql))?;
+                sorter.push(rec).map_err(io)?;
+            }
+        }
+        let args_sql = args_table.map(|t| {
+            format!(
+                "SELECT json_group_array(json_array(name, type, value)) FROM (SELECT name, type, value FROM temp.\"{t}\" WHERE event_id = ?1 ORDER BY position)"
+            )
+        });
         let mut batch = Vec::with_capacity(BATCH);
-        while let Some(r) = rows.next().map_err(qerr(&sql))? {
-            batch.push(raw_region(r).map_err(qerr(&sql))?);
+        for rec in sorter.finish().map_err(io)? {
+            let rec = rec.map_err(io)?;
+            let args = match &args_sql {
+                Some(q) => conn
+                    .prepare_cached(q)
+                    .and_then(|mut st| {
+                        st.query_row([rec.event_id], |r| r.get::<_, Option<String>>(0))
+                    })
+                    .map_err(qerr(q))?
+                    .filter(|j| j != "[]"),
+                None => None,
+            };
+            batch.push(RawRegion {
+                tid: rec.tid,
+                start: rec.start,
+                end: rec.end,
+                name_id: rec.name_id,
+                category_id: (rec.category_id >= 0).then_some(rec.category_id),
+                corr_id: (rec.corr_id != i64::MIN).then_some(rec.corr_id),
+                args,
+            });
             if batch.len() == BATCH {
                 let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
                 if tx.send(Ok(full)).is_err() {
@@ -405,7 +473,9 @@ pub fn regions(p: &Profile) -> Result<Regions<'_>> {
         let sql = "PRAGMA database_list";
         let mut st = conn.prepare(sql).map_err(qerr(sql))?;
         let rows = st
-            .query_map([], |r| Ok((r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?)))
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?))
+            })
             .map_err(qerr(sql))?;
         for r in rows {
             let (name, file) = r.map_err(qerr(sql))?;
@@ -422,12 +492,16 @@ pub fn regions(p: &Profile) -> Result<Regions<'_>> {
         let tsql = format!(
             "SELECT T.id, P.pid, T.tid FROM \"{sc}\".\"rocpd_info_thread{sf}\" T JOIN \"{sc}\".\"rocpd_info_process{sf}\" P ON P.id = T.pid"
         );
-        let mut threads = HashMap::new();
+        let mut threads = crate::perfetto::FastMap::default();
         {
             let mut st = conn.prepare(&tsql).map_err(qerr(&tsql))?;
             let rows = st
                 .query_map([], |r| {
-                    Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?, r.get::<_, Option<i64>>(2)?))
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, Option<i64>>(1)?,
+                        r.get::<_, Option<i64>>(2)?,
+                    ))
                 })
                 .map_err(qerr(&tsql))?;
             for r in rows {
@@ -435,41 +509,46 @@ pub fn regions(p: &Profile) -> Result<Regions<'_>> {
                 threads.insert(id, (pid.unwrap_or(0), tid.unwrap_or(0)));
             }
         }
-        let feed = match files.get(sc.as_str()) {
+        let string_sql = format!("SELECT string FROM \"{sc}\".\"rocpd_string{sf}\" WHERE id = ?1");
+        let guid: Arc<str> = Arc::from(guid.as_str());
+        match files.get(sc.as_str()) {
             Some(file) if threaded => {
-                // A single process is split at its middle row's start time
-                // into two ranges sorted by two threads at once.
+                // A single process is split into two row-id ranges, read and
+                // sorted by two threads at once and merged like two processes.
                 let ranges = match split_point(conn, sc, sf)? {
                     Some(mid) if n_sets == 1 => vec![(None, Some(mid)), (Some(mid), None)],
                     _ => vec![(None, None)],
                 };
-                let mut rxs = std::collections::VecDeque::new();
-                for starts in ranges {
+                for rows in ranges {
                     let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_IN_FLIGHT);
                     let (file, sc2, sf2) = (file.clone(), sc.clone(), sf.clone());
                     std::thread::Builder::new()
                         .name("strobe-export-reader".into())
-                        .spawn(move || reader_thread(file, sc2, sf2, window, starts, tx))?;
-                    rxs.push_back(rx);
-                }
-                Feed::Thread {
-                    rxs,
-                    batch: std::collections::VecDeque::new(),
-                    error: None,
+                        .spawn(move || reader_thread(file, sc2, sf2, window, rows, tx))?;
+                    sets.push(SetStream {
+                        guid: guid.clone(),
+                        feed: Feed::Thread {
+                            rxs: std::collections::VecDeque::from([rx]),
+                            batch: std::collections::VecDeque::new(),
+                            error: None,
+                        },
+                        string_sql: string_sql.clone(),
+                        strings: crate::perfetto::FastMap::default(),
+                        threads: threads.clone(),
+                    });
                 }
             }
             _ => {
-                let sql = region_query(conn, sc, sf, window, (None, None))?;
-                Feed::Local(p.query_stream(&sql, raw_region)?.peekable())
+                let sql = region_query(conn, sc, sf, window)?;
+                sets.push(SetStream {
+                    guid,
+                    feed: Feed::Local(p.query_stream(&sql, raw_region)?.peekable()),
+                    string_sql,
+                    strings: crate::perfetto::FastMap::default(),
+                    threads,
+                });
             }
-        };
-        sets.push(SetStream {
-            guid: Arc::from(guid.as_str()),
-            feed,
-            string_sql: format!("SELECT string FROM \"{sc}\".\"rocpd_string{sf}\" WHERE id = ?1"),
-            strings: HashMap::new(),
-            threads,
-        });
+        }
     }
     Ok(Regions { p, sets })
 }
@@ -515,17 +594,29 @@ impl Iterator for Regions<'_> {
             Ok(n) => n,
             Err(e) => return Some(Err(e)),
         };
-        let category = match raw.category_id.map(|c| Regions::string(p, set, c)).transpose() {
+        let category = match raw
+            .category_id
+            .map(|c| Regions::string(p, set, c))
+            .transpose()
+        {
             Ok(c) => c,
             Err(e) => return Some(Err(e)),
         };
         let (pid, tid) = set.threads.get(&raw.tid).copied().unwrap_or((0, raw.tid));
         let args = match raw.args {
-            Some(j) => serde_json::from_str::<Vec<(Option<String>, Option<String>, Option<String>)>>(&j)
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(n, t, v)| (n.unwrap_or_default(), t.unwrap_or_default(), v.unwrap_or_default()))
-                .collect(),
+            Some(j) => {
+                serde_json::from_str::<Vec<(Option<String>, Option<String>, Option<String>)>>(&j)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(n, t, v)| {
+                        (
+                            n.unwrap_or_default(),
+                            t.unwrap_or_default(),
+                            v.unwrap_or_default(),
+                        )
+                    })
+                    .collect()
+            }
             None => Vec::new(),
         };
         Some(Ok(RegionRow {

@@ -31,9 +31,15 @@ fn chrome_json_parses_and_matches_counts() {
     assert_eq!(count("i"), exp.markers);
     assert_eq!(count("C"), exp.counters);
     assert_eq!(st.regions, exp.regions);
-    let thread_names = events.iter().filter(|e| e["ph"] == "M" && e["name"] == "thread_name").count() as u64;
+    let thread_names = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .count() as u64;
     assert_eq!(thread_names, exp.threads);
-    let procs = events.iter().filter(|e| e["ph"] == "M" && e["name"] == "process_name").count();
+    let procs = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "process_name")
+        .count();
     assert_eq!(procs, 3);
     // Nested regions: every X has ts and a non-negative dur; args survive.
     let step = events.iter().find(|e| e["name"] == "step").unwrap();
@@ -56,16 +62,33 @@ fn folded_and_flamegraph_name_the_hot_function() {
     let (_d, p, exp) = profile(20);
     let stacks = strobe_export::folded::folded_stacks(&p, FoldOptions::default()).unwrap();
     assert_eq!(stacks.values().sum::<u64>(), exp.samples);
-    let hot: u64 = stacks.iter().filter(|(s, _)| s.ends_with(fixture::HOT)).map(|(_, n)| n).sum();
+    let hot: u64 = stacks
+        .iter()
+        .filter(|(s, _)| s.ends_with(fixture::HOT))
+        .map(|(_, n)| n)
+        .sum();
     assert_eq!(hot, exp.hot_samples);
     for s in stacks.keys() {
-        assert!(s.starts_with("libc.so.6+0x29d90;main;"), "outermost frame first: {s}");
+        assert!(
+            s.starts_with("libc.so.6+0x29d90;main;"),
+            "outermost frame first: {s}"
+        );
     }
-    let per_thread = strobe_export::folded::folded_stacks(&p, FoldOptions { per_process: false, per_thread: true }).unwrap();
-    assert!(per_thread.keys().any(|s| s.starts_with("solver (pid 2000);worker-1 (tid 2001);")));
+    let per_thread = strobe_export::folded::folded_stacks(
+        &p,
+        FoldOptions {
+            per_process: false,
+            per_thread: true,
+        },
+    )
+    .unwrap();
+    assert!(per_thread
+        .keys()
+        .any(|s| s.starts_with("solver (pid 2000);worker-1 (tid 2001);")));
     assert_eq!(per_thread.values().sum::<u64>(), exp.samples);
     let mut svg = Vec::new();
-    let n = strobe_export::folded::write_flamegraph(&p, FoldOptions::default(), "test", &mut svg).unwrap();
+    let n = strobe_export::folded::write_flamegraph(&p, FoldOptions::default(), "test", &mut svg)
+        .unwrap();
     assert_eq!(n, exp.samples);
     let svg = String::from_utf8(svg).unwrap();
     assert!(svg.contains("<svg"));
@@ -82,7 +105,14 @@ fn differential_flamegraph_between_two_databases() {
     let pa = Profile::open_files(&[a]).unwrap();
     let pb = Profile::open_files(&[b]).unwrap();
     let mut svg = Vec::new();
-    let (x, y) = strobe_export::folded::write_diff_flamegraph(&pa, &pb, FoldOptions::default(), "diff", &mut svg).unwrap();
+    let (x, y) = strobe_export::folded::write_diff_flamegraph(
+        &pa,
+        &pb,
+        FoldOptions::default(),
+        "diff",
+        &mut svg,
+    )
+    .unwrap();
     assert_eq!((x, y), (600, 600));
     let svg = String::from_utf8(svg).unwrap();
     assert!(svg.contains(fixture::HOT));
@@ -96,7 +126,9 @@ fn pprof_decodes_and_totals_match() {
     let mut gz = Vec::new();
     let st = strobe_export::pprof::write_pprof(&p, &mut gz).unwrap();
     let mut raw = Vec::new();
-    flate2::read::GzDecoder::new(&gz[..]).read_to_end(&mut raw).unwrap();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_end(&mut raw)
+        .unwrap();
     let prof = PprofProfile::decode(&raw[..]).expect("profile.proto decodes");
     assert_eq!(prof.string_table[0], "");
     let s = |i: i64| prof.string_table[i as usize].as_str();
@@ -110,9 +142,12 @@ fn pprof_decodes_and_totals_match() {
     assert_eq!(st.samples, exp.samples);
     let cpu: i64 = prof.sample.iter().map(|x| x.value[1]).sum();
     assert_eq!(cpu, total * 1_000_000);
-    let locs: HashMap<u64, &strobe_export::pprof::Location> = prof.location.iter().map(|l| (l.id, l)).collect();
-    let funcs: HashMap<u64, &strobe_export::pprof::Function> = prof.function.iter().map(|f| (f.id, f)).collect();
-    let maps: HashMap<u64, &strobe_export::pprof::Mapping> = prof.mapping.iter().map(|m| (m.id, m)).collect();
+    let locs: HashMap<u64, &strobe_export::pprof::Location> =
+        prof.location.iter().map(|l| (l.id, l)).collect();
+    let funcs: HashMap<u64, &strobe_export::pprof::Function> =
+        prof.function.iter().map(|f| (f.id, f)).collect();
+    let maps: HashMap<u64, &strobe_export::pprof::Mapping> =
+        prof.mapping.iter().map(|m| (m.id, m)).collect();
     let mut hot = 0;
     for smp in &prof.sample {
         for id in &smp.location_id {
@@ -126,7 +161,9 @@ fn pprof_decodes_and_totals_match() {
         }
     }
     assert_eq!(hot as u64, exp.hot_samples);
-    assert!(prof.mapping.iter().any(|m| s(m.build_id) == "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b" && s(m.filename) == "/opt/app/bin/solver"));
+    assert!(prof.mapping.iter().any(|m| s(m.build_id)
+        == "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b"
+        && s(m.filename) == "/opt/app/bin/solver"));
 }
 
 #[test]
@@ -139,12 +176,24 @@ fn firefox_profile_has_threads_samples_and_markers() {
     assert!(v["meta"]["version"].is_number());
     let threads = v["threads"].as_array().unwrap();
     assert_eq!(threads.len() as u64, exp.threads);
-    let samples: u64 = threads.iter().map(|t| t["samples"]["length"].as_u64().unwrap()).sum();
+    let samples: u64 = threads
+        .iter()
+        .map(|t| t["samples"]["length"].as_u64().unwrap())
+        .sum();
     assert_eq!(samples, exp.samples);
-    let markers: u64 = threads.iter().map(|t| t["markers"]["length"].as_u64().unwrap()).sum();
+    let markers: u64 = threads
+        .iter()
+        .map(|t| t["markers"]["length"].as_u64().unwrap())
+        .sum();
     assert_eq!(markers, exp.regions + exp.markers);
-    let strings = v["shared"]["stringArray"].as_array().map(|a| a.len()).unwrap_or(0)
-        + threads.iter().map(|t| t["stringArray"].as_array().map(|a| a.len()).unwrap_or(0)).sum::<usize>();
+    let strings = v["shared"]["stringArray"]
+        .as_array()
+        .map(|a| a.len())
+        .unwrap_or(0)
+        + threads
+            .iter()
+            .map(|t| t["stringArray"].as_array().map(|a| a.len()).unwrap_or(0))
+            .sum::<usize>();
     assert!(strings > 0);
     assert!(String::from_utf8_lossy(&out).contains(fixture::HOT));
 }
@@ -167,7 +216,10 @@ fn csv_one_file_per_table_with_headers() {
     assert!(rows["run_top.csv"] >= 3);
     let text = std::fs::read_to_string(out.join("run_regions.csv")).unwrap();
     let mut lines = text.lines();
-    assert_eq!(lines.next().unwrap(), "guid,pid,tid,category,name,start,end,duration,corr_id");
+    assert_eq!(
+        lines.next().unwrap(),
+        "guid,pid,tid,category,name,start,end,duration,corr_id"
+    );
     assert_eq!(text.lines().count() as u64, exp.regions + exp.markers + 1);
     let samples = std::fs::read_to_string(out.join("run_samples.csv")).unwrap();
     assert!(samples.starts_with("guid,pid,tid,timestamp,track,leaf,stack\n"));
@@ -181,13 +233,18 @@ fn empty_database_is_a_clear_error_for_sample_formats() {
     let e = strobe_export::pprof::write_pprof(&p, Vec::new()).unwrap_err();
     assert!(matches!(e, ExportError::Empty { .. }), "{e}");
     assert!(e.to_string().contains("no samples"), "{e}");
-    let e = strobe_export::folded::write_flamegraph(&p, FoldOptions::default(), "t", Vec::new()).unwrap_err();
+    let e = strobe_export::folded::write_flamegraph(&p, FoldOptions::default(), "t", Vec::new())
+        .unwrap_err();
     assert!(matches!(e, ExportError::Empty { .. }));
     // The timeline formats still write valid, empty documents.
     let mut out = Vec::new();
     strobe_export::chrome::write_chrome(&p, &mut out).unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
-    assert!(v["traceEvents"].as_array().unwrap().iter().all(|e| e["ph"] == "M"));
+    assert!(v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["ph"] == "M"));
 }
 
 #[test]

@@ -90,7 +90,9 @@ impl std::hash::Hasher for FastHasher {
         self.0 = h;
     }
     fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0 ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+        self.0 = (self.0 ^ v)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(29);
     }
     fn write_i64(&mut self, v: i64) {
         self.write_u64(v as u64);
@@ -99,8 +101,8 @@ impl std::hash::Hasher for FastHasher {
         self.write_u64(v as u64);
     }
 }
-type Fast = std::hash::BuildHasherDefault<FastHasher>;
-type FastMap<K, V> = HashMap<K, V, Fast>;
+pub(crate) type Fast = std::hash::BuildHasherDefault<FastHasher>;
+pub(crate) type FastMap<K, V> = HashMap<K, V, Fast>;
 
 struct Lane {
     uuid: u64,
@@ -140,6 +142,10 @@ pub struct PerfettoWriter<W: Write> {
     modules: HashMap<(String, Arc<str>), ModuleRow>,
     described: HashSet<u64, Fast>,
     thread_index: FastMap<(Arc<str>, i64), usize>,
+    /// Recently used threads, matched by guid pointer (the entries keep
+    /// their guids alive, so a pointer is never reused while cached).
+    recent: Vec<(Arc<str>, i64, usize)>,
+    recent_next: usize,
     threads: Vec<ThreadState>,
     counters: FastMap<(Arc<str>, Option<i64>, String), u64>,
     pending: BinaryHeap<PendingEnd>,
@@ -197,6 +203,8 @@ impl<W: Write> PerfettoWriter<W> {
                 .collect(),
             described: HashSet::default(),
             thread_index: FastMap::default(),
+            recent: Vec::new(),
+            recent_next: 0,
             threads: Vec::new(),
             counters: FastMap::default(),
             pending: BinaryHeap::new(),
@@ -326,9 +334,27 @@ impl<W: Write> PerfettoWriter<W> {
     }
 
     /// The thread's index, describing its track on first use.
-    fn thread_track(&mut self, guid: &Arc<str>, pid: i64, tid: i64, name: Option<String>) -> Result<usize> {
-        if let Some(i) = self.thread_index.get(&(guid.clone(), tid)) {
-            return Ok(*i);
+    fn thread_track(
+        &mut self,
+        guid: &Arc<str>,
+        pid: i64,
+        tid: i64,
+        name: Option<String>,
+    ) -> Result<usize> {
+        for (g, t, i) in &self.recent {
+            if *t == tid && Arc::ptr_eq(g, guid) {
+                return Ok(*i);
+            }
+        }
+        if let Some(i) = self.thread_index.get(&(guid.clone(), tid)).copied() {
+            const RECENT: usize = 16;
+            if self.recent.len() < RECENT {
+                self.recent.push((guid.clone(), tid, i));
+            } else {
+                self.recent[self.recent_next] = (guid.clone(), tid, i);
+                self.recent_next = (self.recent_next + 1) % RECENT;
+            }
+            return Ok(i);
         }
         let uuid = thread_uuid(guid, tid);
         let name = name.unwrap_or_else(|| format!("thread {tid}"));
@@ -427,7 +453,12 @@ impl<W: Write> PerfettoWriter<W> {
         Ok(())
     }
 
-    fn track_event(&mut self, ts: u64, ev: TrackEvent, interned: Option<InternedData>) -> Result<()> {
+    fn track_event(
+        &mut self,
+        ts: u64,
+        ev: TrackEvent,
+        interned: Option<InternedData>,
+    ) -> Result<()> {
         self.stats.events += 1;
         self.emit(&TracePacket {
             timestamp: Some(ts),
@@ -452,10 +483,13 @@ impl<W: Write> PerfettoWriter<W> {
         }
         let i = self.iid();
         self.names.insert(name.clone(), i);
-        inter.get_or_insert_with(InternedData::default).event_names.push(EventName {
-            iid: Some(i),
-            name: Some(name.to_string()),
-        });
+        inter
+            .get_or_insert_with(InternedData::default)
+            .event_names
+            .push(EventName {
+                iid: Some(i),
+                name: Some(name.to_string()),
+            });
         i
     }
 
@@ -465,10 +499,13 @@ impl<W: Write> PerfettoWriter<W> {
         }
         let i = self.iid();
         self.cats.insert(cat.clone(), i);
-        inter.get_or_insert_with(InternedData::default).event_categories.push(EventCategory {
-            iid: Some(i),
-            name: Some(cat.to_string()),
-        });
+        inter
+            .get_or_insert_with(InternedData::default)
+            .event_categories
+            .push(EventCategory {
+                iid: Some(i),
+                name: Some(cat.to_string()),
+            });
         i
     }
 
@@ -495,15 +532,15 @@ impl<W: Write> PerfettoWriter<W> {
                 .push(Reverse((r.end, u64::MAX - self.push_seq, th, lane)));
             self.threads[th].lanes[lane].uuid
         };
-        let ty = if r.is_marker() { TYPE_INSTANT } else { TYPE_SLICE_BEGIN };
+        let ty = if r.is_marker() {
+            TYPE_INSTANT
+        } else {
+            TYPE_SLICE_BEGIN
+        };
         if plain {
             return self.fast_event(ts, ty, track, Some(name_iid), cat, None, inter.as_ref());
         }
-        let debug_annotations = r
-            .args
-            .iter()
-            .map(|(n, t, v)| annotation(n, t, v))
-            .collect();
+        let debug_annotations = r.args.iter().map(|(n, t, v)| annotation(n, t, v)).collect();
         let flow_ids = r
             .corr_id
             .map(|c| vec![hash64(&[b"f", r.guid.as_bytes(), &c.to_le_bytes()])])
@@ -534,7 +571,12 @@ impl<W: Write> PerfettoWriter<W> {
             }
         }
         let k = t.lanes.len();
-        let uuid = hash64(&[b"l", t.guid.as_bytes(), &t.tid.to_le_bytes(), &(k as u64).to_le_bytes()]);
+        let uuid = hash64(&[
+            b"l",
+            t.guid.as_bytes(),
+            &t.tid.to_le_bytes(),
+            &(k as u64).to_le_bytes(),
+        ]);
         t.lanes.push(Lane {
             uuid,
             open: vec![end],
@@ -567,7 +609,12 @@ impl<W: Write> PerfettoWriter<W> {
                     }
                     None => process_uuid(&c.guid),
                 };
-                let uuid = hash64(&[b"c", c.guid.as_bytes(), &c.tid.unwrap_or(-1).to_le_bytes(), c.name.as_bytes()]);
+                let uuid = hash64(&[
+                    b"c",
+                    c.guid.as_bytes(),
+                    &c.tid.unwrap_or(-1).to_le_bytes(),
+                    c.name.as_bytes(),
+                ]);
                 self.describe(TrackDescriptor {
                     uuid: Some(uuid),
                     name: Some(c.name.clone()),
@@ -633,8 +680,18 @@ impl<W: Write> PerfettoWriter<W> {
         })
     }
 
-    fn intern_frame(&mut self, guid: &str, f: &strobe_db::ResolvedFrame, inter: &mut InternedData) -> u64 {
-        let key = (guid.to_string(), f.module.clone(), f.rel_pc, f.function.clone());
+    fn intern_frame(
+        &mut self,
+        guid: &str,
+        f: &strobe_db::ResolvedFrame,
+        inter: &mut InternedData,
+    ) -> u64 {
+        let key = (
+            guid.to_string(),
+            f.module.clone(),
+            f.rel_pc,
+            f.function.clone(),
+        );
         if let Some(i) = self.frames.get(&key) {
             return *i;
         }
@@ -651,7 +708,10 @@ impl<W: Write> PerfettoWriter<W> {
                 i
             }
         };
-        let mapping = f.module.as_ref().map(|m| self.intern_mapping(guid, m, inter));
+        let mapping = f
+            .module
+            .as_ref()
+            .map(|m| self.intern_mapping(guid, m, inter));
         let i = self.iid();
         inter.frames.push(Frame {
             iid: Some(i),
