@@ -820,6 +820,22 @@ fn hex_bytes(s: &str) -> Vec<u8> {
     }
 }
 
+/// The time of a stream's next item; its error, if that is what comes next.
+fn peek_time<T, E, I>(it: &mut std::iter::Peekable<I>, time: fn(&T) -> i64) -> Result<Option<i64>>
+where
+    I: Iterator<Item = std::result::Result<T, E>>,
+    E: Into<crate::error::ExportError>,
+{
+    match it.peek() {
+        Some(Ok(v)) => Ok(Some(time(v))),
+        Some(Err(_)) => match it.next() {
+            Some(Err(e)) => Err(e.into()),
+            _ => Ok(None),
+        },
+        None => Ok(None),
+    }
+}
+
 /// Converts a whole profile (all processes of all inputs, window applied)
 /// to one Perfetto trace on `out`, streaming: regions, samples and counters
 /// are merged in time order from three ordered queries.
@@ -843,39 +859,9 @@ pub fn write_perfetto<W: Write>(p: &Profile, out: W) -> Result<PerfettoStats> {
     let mut samples = p.samples()?.peekable();
     let mut counters = source::counters(p)?.peekable();
     loop {
-        let tr = match regions.peek() {
-            Some(Ok(r)) => Some(r.start),
-            Some(Err(_)) => {
-                return Err(regions
-                    .next()
-                    .and_then(|r| r.err())
-                    .expect("peeked error")
-                    .into())
-            }
-            None => None,
-        };
-        let ts = match samples.peek() {
-            Some(Ok(s)) => Some(s.timestamp),
-            Some(Err(_)) => {
-                return Err(samples
-                    .next()
-                    .and_then(|r| r.err())
-                    .expect("peeked error")
-                    .into())
-            }
-            None => None,
-        };
-        let tc = match counters.peek() {
-            Some(Ok(c)) => Some(c.timestamp),
-            Some(Err(_)) => {
-                return Err(counters
-                    .next()
-                    .and_then(|r| r.err())
-                    .expect("peeked error")
-                    .into())
-            }
-            None => None,
-        };
+        let tr = peek_time(&mut regions, |r| r.start)?;
+        let ts = peek_time(&mut samples, |s| s.timestamp)?;
+        let tc = peek_time(&mut counters, |c| c.timestamp)?;
         let min = [tr, ts, tc].into_iter().flatten().min();
         let Some(min) = min else { break };
         if tr == Some(min) {
