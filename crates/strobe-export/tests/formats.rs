@@ -116,8 +116,20 @@ fn differential_flamegraph_between_two_databases() {
     assert_eq!((x, y), (600, 600));
     let svg = String::from_utf8(svg).unwrap();
     assert!(svg.contains(fixture::HOT));
-    // The hot function shrank: its frame is drawn blue-ish (differential colours).
-    assert!(svg.contains("<svg"));
+    // 8 of 10 samples before, 2 of 10 after: every hot_loop frame reports
+    // a decrease, the cold leaves an increase.
+    let titles = |f: &str| -> Vec<String> {
+        svg.split("<title>")
+            .skip(1)
+            .filter(|t| t.starts_with(f))
+            .map(|t| t.split("</title>").next().unwrap().to_string())
+            .collect()
+    };
+    let hot = titles("hot_loop (");
+    assert!(!hot.is_empty());
+    assert!(hot.iter().all(|t| t.contains("; -")), "{hot:?}");
+    let cold = titles("libm.so.6+0x12340 (");
+    assert!(!cold.is_empty() && cold.iter().all(|t| t.contains("; +")), "{cold:?}");
 }
 
 #[test]

@@ -328,3 +328,27 @@ fn interning_restarts_keep_the_trace_valid() {
     let seen = check_trace(&out);
     assert_eq!(seen.begins, n);
 }
+
+#[test]
+fn more_processes_than_reader_threads() {
+    // Nine processes: region streams share the profile's connection
+    // instead of one reader thread each; the trace must be just as valid.
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    let mut exp = fixture::Expected::default();
+    for k in 0..9u32 {
+        let f = dir.path().join(format!("p{k}.db"));
+        exp.add(&fixture::write_process(&f, 100 + k * 10, if k % 2 == 0 { "node-a" } else { "node-b" }, 5, 5));
+        files.push(f);
+    }
+    let p = Profile::open_files(&files).unwrap();
+    let mut out = Vec::new();
+    write_perfetto(&p, &mut out).unwrap();
+    let seen = check_trace(&out);
+    assert_eq!(seen.begins, exp.regions);
+    assert_eq!(seen.instants, exp.markers);
+    assert_eq!(seen.samples, exp.samples);
+    assert_eq!(seen.counters, exp.counters);
+    assert_eq!(seen.processes.len(), 9);
+    assert!(seen.annotations.contains_key("iteration"));
+}
