@@ -107,7 +107,7 @@ fn generate(path: &Path, rows: u64) -> anyhow::Result<()> {
                 written += 1;
             }
         }
-        if i % 64 == 0 {
+        if i.is_multiple_of(64) {
             w.append_counter_sample(ctr, None, 10_000 + i * 1_000, (i % 100) as f64)?;
         }
         i += 1;
