@@ -633,6 +633,26 @@ impl Iterator for Regions<'_> {
     }
 }
 
+/// Streams samples ordered by time without resolving their stacks
+/// (`frames` stays empty; resolve a stack with
+/// [`Profile::resolve_stack`] when it is first needed).
+pub fn samples_unresolved(p: &Profile) -> Result<RowStream<'_, strobe_db::SampleRecord>> {
+    Ok(p.query_stream(
+        "SELECT guid, pid, tid, timestamp, name, stack_id FROM samples ORDER BY timestamp, guid, tid",
+        |r| {
+            Ok(strobe_db::SampleRecord {
+                guid: r.get(0)?,
+                pid: r.get(1)?,
+                tid: r.get(2)?,
+                timestamp: r.get(3)?,
+                track: r.get(4)?,
+                stack_id: r.get(5)?,
+                frames: Vec::new(),
+            })
+        },
+    )?)
+}
+
 /// Streams counter samples ordered by time.
 pub fn counters(p: &Profile) -> Result<RowStream<'_, strobe_db::CounterRecord>> {
     Ok(p.counters()?)

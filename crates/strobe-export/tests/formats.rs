@@ -129,7 +129,10 @@ fn differential_flamegraph_between_two_databases() {
     assert!(!hot.is_empty());
     assert!(hot.iter().all(|t| t.contains("; -")), "{hot:?}");
     let cold = titles("libm.so.6+0x12340 (");
-    assert!(!cold.is_empty() && cold.iter().all(|t| t.contains("; +")), "{cold:?}");
+    assert!(
+        !cold.is_empty() && cold.iter().all(|t| t.contains("; +")),
+        "{cold:?}"
+    );
 }
 
 #[test]

@@ -338,7 +338,13 @@ fn more_processes_than_reader_threads() {
     let mut exp = fixture::Expected::default();
     for k in 0..9u32 {
         let f = dir.path().join(format!("p{k}.db"));
-        exp.add(&fixture::write_process(&f, 100 + k * 10, if k % 2 == 0 { "node-a" } else { "node-b" }, 5, 5));
+        exp.add(&fixture::write_process(
+            &f,
+            100 + k * 10,
+            if k % 2 == 0 { "node-a" } else { "node-b" },
+            5,
+            5,
+        ));
         files.push(f);
     }
     let p = Profile::open_files(&files).unwrap();

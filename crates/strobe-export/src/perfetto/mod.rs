@@ -161,7 +161,7 @@ pub struct PerfettoWriter<W: Write> {
     build_ids: FastMap<String, u64>,
     mappings: FastMap<(String, Arc<str>), u64>,
     frames: FastMap<source::FrameKey, u64>,
-    callstacks: FastMap<(String, i64), u64>,
+    callstacks: FastMap<Arc<str>, FastMap<i64, u64>>,
 }
 
 #[inline]
@@ -635,31 +635,52 @@ impl<W: Write> PerfettoWriter<W> {
     }
 
     /// Writes one sample as a `PerfSample` packet, interning its frames,
-    /// mappings, function names, build ids and the call stack.
+    /// mappings, function names, build ids and the call stack (from
+    /// `s.frames`, leaf first).
     pub fn sample(&mut self, s: &SampleRecord) -> Result<()> {
+        self.sample_with(s, &mut |_, _| Ok(s.frames.clone()))
+    }
+
+    /// Like [`PerfettoWriter::sample`], but the frames are only resolved
+    /// (through `resolve(guid, stack_id)`, leaf first) the first time a
+    /// call stack is seen on the current interning state: the sample's own
+    /// `frames` are ignored.
+    pub fn sample_with(
+        &mut self,
+        s: &SampleRecord,
+        resolve: &mut dyn FnMut(&str, i64) -> Result<Vec<strobe_db::ResolvedFrame>>,
+    ) -> Result<()> {
         self.close_until(s.timestamp)?;
         self.maybe_reset()?;
-        let guid: Arc<str> = Arc::from(s.guid.as_str());
+        let guid: Arc<str> = match self.callstacks.get_key_value(s.guid.as_str()) {
+            Some((k, _)) => k.clone(),
+            None => Arc::from(s.guid.as_str()),
+        };
         self.thread_track(&guid, s.pid, s.tid, None)?;
         let mut inter = InternedData::default();
-        let cs_iid = match s.stack_id {
-            None => None,
-            Some(id) => Some(match self.callstacks.get(&(s.guid.clone(), id)) {
-                Some(i) => *i,
-                None => {
-                    let mut frame_ids = Vec::with_capacity(s.frames.len());
-                    for f in s.frames.iter().rev() {
-                        frame_ids.push(self.intern_frame(&s.guid, f, &mut inter));
-                    }
-                    let i = self.iid();
-                    inter.callstacks.push(Callstack {
-                        iid: Some(i),
-                        frame_ids,
-                    });
-                    self.callstacks.insert((s.guid.clone(), id), i);
-                    i
+        let known = s
+            .stack_id
+            .and_then(|id| self.callstacks.get(&guid).and_then(|m| m.get(&id)).copied());
+        let cs_iid = match (s.stack_id, known) {
+            (None, _) => None,
+            (Some(_), Some(i)) => Some(i),
+            (Some(id), None) => {
+                let frames = resolve(&s.guid, id)?;
+                let mut frame_ids = Vec::with_capacity(frames.len());
+                for f in frames.iter().rev() {
+                    frame_ids.push(self.intern_frame(&s.guid, f, &mut inter));
                 }
-            }),
+                let i = self.iid();
+                inter.callstacks.push(Callstack {
+                    iid: Some(i),
+                    frame_ids,
+                });
+                self.callstacks
+                    .entry(guid.clone())
+                    .or_default()
+                    .insert(id, i);
+                Some(i)
+            }
         };
         self.stats.samples += 1;
         self.stats.events += 1;
@@ -856,7 +877,7 @@ pub fn write_perfetto<W: Write>(p: &Profile, out: W) -> Result<PerfettoStats> {
         w.thread(&t?)?;
     }
     let mut regions = source::regions(p)?.peekable();
-    let mut samples = p.samples()?.peekable();
+    let mut samples = source::samples_unresolved(p)?.peekable();
     let mut counters = source::counters(p)?.peekable();
     loop {
         let tr = peek_time(&mut regions, |r| r.start)?;
@@ -870,7 +891,7 @@ pub fn write_perfetto<W: Write>(p: &Profile, out: W) -> Result<PerfettoStats> {
             }
         } else if ts == Some(min) {
             if let Some(Ok(s)) = samples.next() {
-                w.sample(&s)?;
+                w.sample_with(&s, &mut |g, id| Ok(p.resolve_stack(g, id)?))?;
             }
         } else if let Some(Ok(c)) = counters.next() {
             w.counter(&c)?;
