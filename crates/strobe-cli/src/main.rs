@@ -76,11 +76,7 @@ fn main() -> ExitCode {
                 eprintln!("strobe: error: {line}");
             }
             // 2 for invalid settings (like clap's usage errors), 1 otherwise.
-            ExitCode::from(if e.is::<setting_flags::InvalidSettings>() {
-                2
-            } else {
-                1
-            })
+            ExitCode::from(if e.is::<setting_flags::InvalidSettings>() { 2 } else { 1 })
         }
     }
 }
