@@ -4,6 +4,7 @@
 mod buffer;
 mod clocks;
 mod db;
+mod export;
 mod overhead;
 mod tracing;
 
@@ -24,6 +25,8 @@ enum Command {
     Clocks(clocks::ClocksArgs),
     /// Profile database: writer vs raw inserts, peak RSS, merge rate.
     Db(db::DbArgs),
+    /// Conversion throughput and peak RSS of the exporters (strobe-export).
+    Export(export::ExportArgs),
     /// What profiling costs a CPU-bound program: strobe and perf side by side.
     Overhead(overhead::OverheadArgs),
     /// The seed 004 tracing-framework harness (strobe-trace).
@@ -37,6 +40,7 @@ fn main() -> anyhow::Result<()> {
         Command::Clocks(args) => clocks::run(&args),
         Command::Overhead(args) => overhead::run(&args),
         Command::Db(args) => db::run(args),
+        Command::Export(args) => export::run(args),
         Command::Tracing(args) => tracing::run(args),
     }
 }

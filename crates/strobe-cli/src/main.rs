@@ -2,6 +2,7 @@
 //! subcommand lives in its own module and only parses, calls and prints.
 
 mod avail;
+mod convert;
 mod launch;
 mod merge;
 mod output;
@@ -54,6 +55,8 @@ enum Command {
     Merge(merge::MergeArgs),
     /// Summary tables: regions, sampled functions, threads.
     Summary(summary::SummaryArgs),
+    /// Convert databases to Perfetto, Chrome JSON, flamegraphs, pprof, Firefox Profiler, CSV.
+    Convert(convert::ConvertArgs),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
         Command::Query(args) => query::run(args).map(|()| 0),
         Command::Merge(args) => merge::run(args).map(|()| 0),
         Command::Summary(args) => summary::run(args).map(|()| 0),
+        Command::Convert(args) => convert::run(args).map(|()| 0),
     };
     match result {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),

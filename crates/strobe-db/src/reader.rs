@@ -536,6 +536,35 @@ impl Profile {
         )
     }
 
+    /// Streams the rows of any read-only query on [`Profile::connection`]
+    /// (the TEMP views, window included), each mapped by `map`, one row at a
+    /// time. Exporters use it for columns the typed iterators do not carry
+    /// (correlation ids, arguments, module tables).
+    pub fn query_stream<T>(
+        &self,
+        sql: &str,
+        map: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<RowStream<'_, T>> {
+        RowStream::new(&self.conn, sql, &[], map, self.path())
+    }
+
+    /// The physical table sets (attach alias and process suffix) behind the
+    /// unsuffixed views, one per process, with each process's guid, for
+    /// exporters that query the suffixed tables directly (per-process
+    /// ordered streams merged in the exporter).
+    pub fn table_sets(&self) -> Vec<(TableSet, String)> {
+        self.sets
+            .iter()
+            .map(|t| (t.clone(), crate::identity::guid_from_suffix(&t.suffix)))
+            .collect()
+    }
+
+    /// The absolute time window currently applied by
+    /// [`Profile::set_window`] (`None` sides are open).
+    pub fn window(&self) -> (Option<i64>, Option<i64>) {
+        (self.window.start, self.window.end)
+    }
+
     /// Threads ordered by start time.
     pub fn threads(&self) -> Result<RowStream<'_, ThreadRecord>> {
         RowStream::new(

@@ -1,0 +1,303 @@
+//! `strobe convert`: profile databases to Perfetto, Chrome JSON, folded
+//! stacks, SVG flamegraphs, pprof, Firefox Profiler and CSV.
+//!
+//! Owns the command's arguments, the time window (ns, %, or markers), the
+//! output file names and the report lines; every conversion is
+//! strobe-export's. Outputs are written to `<name>.partial` and renamed
+//! when complete, so a failed conversion never leaves a truncated file
+//! under the final name. It never modifies an input.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use strobe_db::{Profile, TimeBound};
+use strobe_export::folded::FoldOptions;
+use strobe_export::Format;
+
+/// Arguments of `strobe convert`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Formats: pftrace (Perfetto, ui.perfetto.dev), json (Chrome trace: chrome://tracing, Perfetto, speedscope), \
+folded (folded stacks), svg (flamegraph), pprof (go tool pprof -http=: FILE), firefox (profiler.firefox.com), csv (one file per table).\n\
+Examples:\n  strobe convert -i run/*.db -f pftrace -o run      one trace with every process\n  \
+strobe convert -i app.db -f svg pprof --per-thread\n  strobe convert --diff before.db after.db -f svg"
+)]
+pub struct ConvertArgs {
+    /// Input databases: files, directories (searched for *.db) or globs; all go into one output.
+    #[arg(short = 'i', long = "input", num_args = 1.., required_unless_present = "diff")]
+    pub inputs: Vec<String>,
+    /// Output formats (several allowed, or comma-separated): pftrace, json, folded, svg, pprof, firefox, csv.
+    #[arg(short = 'f', long = "format", num_args = 1.., required = true, value_delimiter = ',')]
+    pub formats: Vec<String>,
+    /// Output name (without extension); default: the first input's file stem.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<String>,
+    /// Output directory (created if missing).
+    #[arg(short = 'd', long = "dir", default_value = ".")]
+    pub dir: PathBuf,
+    /// Keep data from here: ns after the run start, or N%.
+    #[arg(long, conflicts_with = "start_marker")]
+    pub start: Option<String>,
+    /// Keep data up to here: ns after the run start, or N%.
+    #[arg(long, conflicts_with = "end_marker")]
+    pub end: Option<String>,
+    /// Keep data from the first region or marker with this name.
+    #[arg(long)]
+    pub start_marker: Option<String>,
+    /// Keep data up to the end of the last region or marker with this name.
+    #[arg(long)]
+    pub end_marker: Option<String>,
+    /// Folded stacks, flamegraphs: one tree per process and thread.
+    #[arg(long)]
+    pub per_thread: bool,
+    /// Folded stacks, flamegraphs: one tree per process (default: merged).
+    #[arg(long)]
+    pub per_process: bool,
+    /// Differential flamegraph (svg) or folded diff input: before and after databases.
+    #[arg(long, num_args = 2, value_names = ["A.db", "B.db"])]
+    pub diff: Option<Vec<String>>,
+}
+
+/// Parses the requested formats (a clear error names an unknown one).
+fn formats(a: &ConvertArgs) -> anyhow::Result<Vec<Format>> {
+    let mut out = Vec::new();
+    for f in &a.formats {
+        let f: Format = f.parse()?;
+        if !out.contains(&f) {
+            out.push(f);
+        }
+    }
+    Ok(out)
+}
+
+/// Resolves `--start-marker`/`--end-marker` to bounds after the run start.
+fn marker_bound(p: &Profile, name: &str, first: bool) -> anyhow::Result<TimeBound> {
+    let sql = if first {
+        "SELECT MIN(start) FROM regions WHERE name = ?1"
+    } else {
+        "SELECT MAX(\"end\") FROM regions WHERE name = ?1"
+    };
+    let t: Option<i64> = p
+        .connection()
+        .query_row(sql, [name], |r| r.get(0))
+        .with_context(|| format!("looking up marker '{name}'"))?;
+    let Some(t) = t else {
+        bail!("no region or marker named '{name}' in the profile (list names with `strobe summary --report regions`)");
+    };
+    let start = p.run_bounds()?.map(|b| b.start).unwrap_or(0);
+    Ok(TimeBound::Ns((t - start).max(0)))
+}
+
+fn apply_window(p: &mut Profile, a: &ConvertArgs) -> anyhow::Result<()> {
+    let mut s = a
+        .start
+        .as_deref()
+        .map(str::parse::<TimeBound>)
+        .transpose()?;
+    let mut e = a.end.as_deref().map(str::parse::<TimeBound>).transpose()?;
+    if let Some(m) = &a.start_marker {
+        s = Some(marker_bound(p, m, true)?);
+    }
+    if let Some(m) = &a.end_marker {
+        e = Some(marker_bound(p, m, false)?);
+    }
+    if s.is_some() || e.is_some() {
+        p.set_window(s, e)?;
+    }
+    Ok(())
+}
+
+fn count(p: &Profile, view: &str) -> anyhow::Result<u64> {
+    Ok(strobe_export::source::count(p, view)?)
+}
+
+/// Writes through `<path>.partial`, renamed to `path` on success.
+fn with_file<T>(
+    path: &Path,
+    f: impl FnOnce(BufWriter<File>) -> strobe_export::Result<T>,
+) -> anyhow::Result<T> {
+    let tmp = path.with_file_name(format!(
+        "{}.partial",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("out")
+    ));
+    let file = File::create(&tmp).with_context(|| {
+        format!(
+            "cannot create {} (check the directory is writable)",
+            tmp.display()
+        )
+    })?;
+    match f(BufWriter::with_capacity(1 << 20, file)) {
+        Ok(v) => {
+            std::fs::rename(&tmp, path).with_context(|| {
+                format!("cannot rename {} to {}", tmp.display(), path.display())
+            })?;
+            Ok(v)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(anyhow::Error::new(e).context(format!("writing {}", path.display())))
+        }
+    }
+}
+
+/// Runs `strobe convert`.
+pub fn run(a: ConvertArgs) -> anyhow::Result<()> {
+    let fmts = formats(&a)?;
+    std::fs::create_dir_all(&a.dir)
+        .with_context(|| format!("cannot create output directory {}", a.dir.display()))?;
+    let fold = FoldOptions {
+        per_process: a.per_process,
+        per_thread: a.per_thread,
+    };
+    if let Some(d) = &a.diff {
+        return run_diff(&a, &fmts, &d[0], &d[1], fold);
+    }
+    let mut p = Profile::open(&a.inputs)?;
+    apply_window(&mut p, &a)?;
+    let stem = a.output.clone().unwrap_or_else(|| {
+        p.files()
+            .first()
+            .and_then(|f| f.file_stem())
+            .and_then(|s| s.to_str())
+            .unwrap_or("strobe")
+            .to_string()
+    });
+    let (regions, samples, counters) = (
+        count(&p, "regions")?,
+        count(&p, "samples")?,
+        count(&p, "strobe_counters")?,
+    );
+    if regions + samples + counters == 0 {
+        bail!(
+            "{}: no regions, samples or counters{} (was the program profiled with `strobe sample`, or did it exit before writing?)",
+            a.inputs.join(" "),
+            if a.start.is_some() || a.end.is_some() || a.start_marker.is_some() || a.end_marker.is_some() {
+                " in the chosen window"
+            } else {
+                ""
+            }
+        );
+    }
+    for f in fmts {
+        let t0 = Instant::now();
+        let path = a.dir.join(format!("{stem}{}", f.extension()));
+        let what = match f {
+            Format::Perfetto => {
+                let s = with_file(&path, |w| strobe_export::perfetto::write_perfetto(&p, w))?;
+                format!(
+                    "{} events ({} slices, {} instants, {} samples, {} counter values)",
+                    s.events, s.slices, s.instants, s.samples, s.counter_values
+                )
+            }
+            Format::Chrome => {
+                let s = with_file(&path, |w| strobe_export::chrome::write_chrome(&p, w))?;
+                format!(
+                    "{} regions, {} instants, {} counter values",
+                    s.regions, s.instants, s.counters
+                )
+            }
+            Format::Folded => {
+                let n = with_file(&path, |w| strobe_export::folded::write_folded(&p, fold, w))?;
+                format!("{n} samples")
+            }
+            Format::Svg => {
+                let title = format!("strobe: {stem}");
+                let n = with_file(&path, |w| {
+                    strobe_export::folded::write_flamegraph(&p, fold, &title, w)
+                })?;
+                format!("{n} samples")
+            }
+            Format::Pprof => {
+                let s = with_file(&path, |w| strobe_export::pprof::write_pprof(&p, w))?;
+                format!(
+                    "{} samples in {} stacks, period {} ns",
+                    s.samples, s.entries, s.period_ns
+                )
+            }
+            Format::Firefox => {
+                let s = with_file(&path, |w| strobe_export::firefox::write_firefox(&p, w))?;
+                format!(
+                    "{} threads, {} samples, {} markers",
+                    s.threads, s.samples, s.markers
+                )
+            }
+            Format::Csv => {
+                let files = strobe_export::csv::write_csv(&p, &a.dir, &stem)?;
+                let list: Vec<String> = files
+                    .iter()
+                    .map(|(f, n)| {
+                        format!(
+                            "{} ({n} rows)",
+                            f.file_name().and_then(|s| s.to_str()).unwrap_or("?")
+                        )
+                    })
+                    .collect();
+                eprintln!(
+                    "wrote {} in {:.2} s",
+                    list.join(", "),
+                    t0.elapsed().as_secs_f64()
+                );
+                continue;
+            }
+        };
+        eprintln!(
+            "wrote {} ({what}) in {:.2} s",
+            path.display(),
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+fn run_diff(
+    a: &ConvertArgs,
+    fmts: &[Format],
+    before: &str,
+    after: &str,
+    fold: FoldOptions,
+) -> anyhow::Result<()> {
+    if !a.inputs.is_empty() {
+        bail!("--diff takes its two databases itself; drop -i/--input");
+    }
+    let mut pa = Profile::open(&[before]).with_context(|| format!("opening {before}"))?;
+    let mut pb = Profile::open(&[after]).with_context(|| format!("opening {after}"))?;
+    apply_window(&mut pa, a)?;
+    apply_window(&mut pb, a)?;
+    let stem = a.output.clone().unwrap_or_else(|| {
+        let s = |x: &str| {
+            Path::new(x)
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("db")
+                .to_string()
+        };
+        format!("{}-vs-{}", s(before), s(after))
+    });
+    for f in fmts {
+        let t0 = Instant::now();
+        match f {
+            Format::Svg => {
+                let path = a.dir.join(format!("{stem}.diff.svg"));
+                let title = format!("strobe diff: {before} → {after}");
+                let (x, y) = with_file(&path, |w| strobe_export::folded::write_diff_flamegraph(&pa, &pb, fold, &title, w))?;
+                eprintln!("wrote {} ({x} → {y} samples) in {:.2} s", path.display(), t0.elapsed().as_secs_f64());
+            }
+            Format::Folded => {
+                for (p, tag) in [(&pa, "before"), (&pb, "after")] {
+                    let path = a.dir.join(format!("{stem}.{tag}.folded"));
+                    let n = with_file(&path, |w| strobe_export::folded::write_folded(p, fold, w))?;
+                    eprintln!("wrote {} ({n} samples)", path.display());
+                }
+            }
+            other => bail!(
+                "--diff produces svg (differential flamegraph) or folded stacks, not {}; convert each database separately for other formats",
+                other.name()
+            ),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,30 @@
+//! `strobe-export`: converters from strobe profile databases to the formats
+//! people open in their tools.
+//!
+//! Each format is a pure output function over a [`strobe_db::Profile`]
+//! (one or many databases opened as one, time window applied) and a
+//! writer: [`perfetto::write_perfetto`] (with the streaming
+//! [`perfetto::PerfettoWriter`]), [`chrome::write_chrome`],
+//! [`folded::write_folded`], [`folded::write_flamegraph`],
+//! [`folded::write_diff_flamegraph`], [`pprof::write_pprof`],
+//! [`firefox::write_firefox`] and [`csv::write_csv`]. They read the
+//! profile through streaming, time-ordered queries ([`source`]) and never
+//! hold a trace in memory (the Firefox format excepted, see
+//! docs/exports.md). The crate never prints and never chooses file names
+//! beyond [`format::Format::extension`].
+
+#![warn(missing_docs)]
+
+pub mod chrome;
+pub mod csv;
+pub mod error;
+pub mod firefox;
+pub mod folded;
+pub mod format;
+pub mod perfetto;
+pub mod pprof;
+mod runsort;
+pub mod source;
+
+pub use error::{ExportError, Result};
+pub use format::Format;

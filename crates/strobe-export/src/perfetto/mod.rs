@@ -1,0 +1,901 @@
+//! Perfetto trace output (`.pftrace`).
+//!
+//! Owns [`PerfettoWriter`], a streaming encoder of Perfetto `TracePacket`s
+//! (create it, feed it processes, threads, regions, samples and counters in
+//! time order, finish it), and [`write_perfetto`], which feeds it a whole
+//! profile. Memory stays bounded: the writer keeps only the open regions of
+//! each thread, the interning tables of the current sequence (cleared and
+//! restarted past a fixed size) and the track table. It never reads a
+//! database itself in [`PerfettoWriter`] and never holds the trace.
+
+pub mod proto;
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::io::Write;
+use std::sync::Arc;
+
+use prost::Message;
+use strobe_db::{CounterRecord, Profile, SampleRecord, ThreadRecord};
+
+use crate::error::Result;
+use crate::source::{self, ModuleRow, ProcessRow, RegionRow};
+use proto::*;
+
+/// The packet sequence all data is written on.
+const SEQ: u32 = 1;
+/// The sequence of the clock snapshot.
+const SEQ_CLOCKS: u32 = 2;
+/// Interned entries kept before the sequence's incremental state is cleared.
+const MAX_INTERNED: usize = 200_000;
+
+/// What a conversion wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PerfettoStats {
+    /// Packets written.
+    pub packets: u64,
+    /// Regions written (each a BEGIN and an END).
+    pub slices: u64,
+    /// Instant markers.
+    pub instants: u64,
+    /// Counter values.
+    pub counter_values: u64,
+    /// Samples (`PerfSample` packets).
+    pub samples: u64,
+    /// Track events plus samples (a slice counts two).
+    pub events: u64,
+}
+
+/// A stable, non-zero 64-bit hash (FNV-1a) used for track uuids and flow ids.
+fn hash64(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for b in *p {
+            h ^= *b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h.max(1)
+}
+
+/// Track uuid of a process.
+pub fn process_uuid(guid: &str) -> u64 {
+    hash64(&[b"p", guid.as_bytes()])
+}
+/// Track uuid of a thread.
+pub fn thread_uuid(guid: &str, tid: i64) -> u64 {
+    hash64(&[b"t", guid.as_bytes(), &tid.to_le_bytes()])
+}
+
+/// FNV-style 64-bit hasher for the writer's hot maps (keys are short and
+/// trusted; SipHash's DoS resistance is not needed here).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FastHasher(u64);
+impl std::hash::Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = self.0 ^ 0xcbf2_9ce4_8422_2325;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let v = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+            h = (h ^ v).wrapping_mul(0x0000_0100_0000_01b3).rotate_left(23);
+        }
+        for b in chunks.remainder() {
+            h = (h ^ *b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0 ^ v)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(29);
+    }
+    fn write_i64(&mut self, v: i64) {
+        self.write_u64(v as u64);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+}
+pub(crate) type Fast = std::hash::BuildHasherDefault<FastHasher>;
+pub(crate) type FastMap<K, V> = HashMap<K, V, Fast>;
+
+struct Lane {
+    uuid: u64,
+    /// End times of the open regions, innermost last.
+    open: Vec<i64>,
+}
+
+struct ThreadState {
+    name: String,
+    guid: Arc<str>,
+    tid: i64,
+    shift: i64,
+    lanes: Vec<Lane>,
+}
+
+/// An END to write: (end time, tie-break, thread index, lane index).
+type PendingEnd = Reverse<(i64, u64, usize, usize)>;
+
+/// Streaming Perfetto encoder.
+///
+/// Feed it in this order: [`PerfettoWriter::process`] for every process,
+/// [`PerfettoWriter::thread`] for known threads (unknown ones get a track
+/// on first use), then regions, samples and counters in time order (any
+/// interleaving, each stream ordered), then [`PerfettoWriter::finish`].
+/// Regions of one thread that overlap without nesting go to extra child
+/// tracks of the thread, so every track holds properly nested BEGIN/END
+/// pairs. Timestamps are written as given plus the per-process shift
+/// (see [`crate::source::clock_shifts`]), on `CLOCK_MONOTONIC`.
+pub struct PerfettoWriter<W: Write> {
+    out: W,
+    buf: Vec<u8>,
+    ev: Vec<u8>,
+    inter_buf: Vec<u8>,
+    frame: Vec<u8>,
+    stats: PerfettoStats,
+    shifts: HashMap<String, i64>,
+    modules: HashMap<(String, Arc<str>), ModuleRow>,
+    described: HashSet<u64, Fast>,
+    thread_index: FastMap<(Arc<str>, i64), usize>,
+    /// Recently used threads, matched by guid pointer (the entries keep
+    /// their guids alive, so a pointer is never reused while cached).
+    recent: Vec<(Arc<str>, i64, usize)>,
+    recent_next: usize,
+    threads: Vec<ThreadState>,
+    counters: FastMap<(Arc<str>, Option<i64>, String), u64>,
+    pending: BinaryHeap<PendingEnd>,
+    push_seq: u64,
+    // Interning state of the sequence.
+    needs_reset: bool,
+    interned: usize,
+    next_iid: u64,
+    names: FastMap<Arc<str>, u64>,
+    cats: FastMap<Arc<str>, u64>,
+    func_names: FastMap<String, u64>,
+    paths: FastMap<Arc<str>, u64>,
+    build_ids: FastMap<String, u64>,
+    mappings: FastMap<(String, Arc<str>), u64>,
+    frames: FastMap<source::FrameKey, u64>,
+    callstacks: FastMap<Arc<str>, FastMap<i64, u64>>,
+}
+
+#[inline]
+fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+#[inline]
+fn put_key(buf: &mut Vec<u8>, field: u32, wire: u32) {
+    put_varint(buf, u64::from((field << 3) | wire));
+}
+
+impl<W: Write> PerfettoWriter<W> {
+    /// Starts a trace on `out`: writes the clock snapshot (monotonic and
+    /// boottime taken as equal at `clock_base`, see docs/exports.md) and the
+    /// sequence defaults (`timestamp_clock_id` = MONOTONIC). `shifts` maps
+    /// process guids to the ns added to their timestamps; `modules` gives
+    /// mapping ranges and build ids.
+    pub fn new(
+        out: W,
+        shifts: HashMap<String, i64>,
+        modules: Vec<ModuleRow>,
+        clock_base: u64,
+    ) -> Result<Self> {
+        let mut w = PerfettoWriter {
+            out,
+            buf: Vec::with_capacity(256),
+            ev: Vec::with_capacity(64),
+            inter_buf: Vec::with_capacity(256),
+            frame: Vec::with_capacity(16),
+            stats: PerfettoStats::default(),
+            shifts,
+            modules: modules
+                .into_iter()
+                .map(|m| ((m.guid.clone(), m.path.clone()), m))
+                .collect(),
+            described: HashSet::default(),
+            thread_index: FastMap::default(),
+            recent: Vec::new(),
+            recent_next: 0,
+            threads: Vec::new(),
+            counters: FastMap::default(),
+            pending: BinaryHeap::new(),
+            push_seq: 0,
+            needs_reset: true,
+            interned: 0,
+            next_iid: 1,
+            names: FastMap::default(),
+            cats: FastMap::default(),
+            func_names: FastMap::default(),
+            paths: FastMap::default(),
+            build_ids: FastMap::default(),
+            mappings: FastMap::default(),
+            frames: FastMap::default(),
+            callstacks: FastMap::default(),
+        };
+        w.emit(&TracePacket {
+            trusted_packet_sequence_id: Some(SEQ_CLOCKS),
+            clock_snapshot: Some(ClockSnapshot {
+                clocks: vec![
+                    Clock {
+                        clock_id: Some(CLOCK_MONOTONIC),
+                        timestamp: Some(clock_base),
+                    },
+                    Clock {
+                        clock_id: Some(CLOCK_BOOTTIME),
+                        timestamp: Some(clock_base),
+                    },
+                ],
+                primary_trace_clock: None,
+            }),
+            ..Default::default()
+        })?;
+        w.reset_sequence()?;
+        Ok(w)
+    }
+
+    fn write_frame(&mut self) -> Result<()> {
+        self.frame.clear();
+        self.frame.push(0x0a);
+        put_varint(&mut self.frame, self.buf.len() as u64);
+        self.out.write_all(&self.frame)?;
+        self.out.write_all(&self.buf)?;
+        self.stats.packets += 1;
+        Ok(())
+    }
+
+    fn emit(&mut self, p: &TracePacket) -> Result<()> {
+        self.buf.clear();
+        p.encode(&mut self.buf)
+            .expect("a Vec grows to any encoded length");
+        self.write_frame()
+    }
+
+    /// Clears the interning state and (re)writes the sequence defaults on a
+    /// packet flagged "incremental state cleared".
+    fn reset_sequence(&mut self) -> Result<()> {
+        self.names.clear();
+        self.cats.clear();
+        self.func_names.clear();
+        self.paths.clear();
+        self.build_ids.clear();
+        self.mappings.clear();
+        self.frames.clear();
+        self.callstacks.clear();
+        self.interned = 0;
+        self.next_iid = 1;
+        self.needs_reset = false;
+        self.emit(&TracePacket {
+            trusted_packet_sequence_id: Some(SEQ),
+            sequence_flags: Some(SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE),
+            trace_packet_defaults: Some(TracePacketDefaults {
+                timestamp_clock_id: Some(CLOCK_MONOTONIC),
+                track_event_defaults: None,
+            }),
+            interned_data: Some(InternedData::default()),
+            ..Default::default()
+        })
+    }
+
+    fn iid(&mut self) -> u64 {
+        let i = self.next_iid;
+        self.next_iid += 1;
+        self.interned += 1;
+        i
+    }
+
+    fn shift(&self, guid: &str) -> i64 {
+        self.shifts.get(guid).copied().unwrap_or(0)
+    }
+
+    fn describe(&mut self, d: TrackDescriptor) -> Result<()> {
+        let uuid = d.uuid.unwrap_or(0);
+        if self.described.insert(uuid) {
+            self.emit(&TracePacket {
+                trusted_packet_sequence_id: Some(SEQ),
+                track_descriptor: Some(d),
+                ..Default::default()
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Describes a process track (pid, command line, name).
+    pub fn process(&mut self, p: &ProcessRow) -> Result<()> {
+        let name = if p.hostname.is_empty() {
+            p.short_name()
+        } else {
+            format!("{} ({})", p.short_name(), p.hostname)
+        };
+        self.describe(TrackDescriptor {
+            uuid: Some(process_uuid(&p.guid)),
+            process: Some(ProcessDescriptor {
+                pid: Some(p.pid as i32),
+                cmdline: p.command.split_whitespace().map(String::from).collect(),
+                process_name: Some(name),
+            }),
+            ..Default::default()
+        })
+    }
+
+    /// Describes a thread track (pid, tid, name).
+    pub fn thread(&mut self, t: &ThreadRecord) -> Result<()> {
+        let guid: Arc<str> = Arc::from(t.guid.as_str());
+        self.thread_track(&guid, t.pid, t.tid, t.name.clone())?;
+        Ok(())
+    }
+
+    /// The thread's index, describing its track on first use.
+    fn thread_track(
+        &mut self,
+        guid: &Arc<str>,
+        pid: i64,
+        tid: i64,
+        name: Option<String>,
+    ) -> Result<usize> {
+        for (g, t, i) in &self.recent {
+            if *t == tid && Arc::ptr_eq(g, guid) {
+                return Ok(*i);
+            }
+        }
+        if let Some(i) = self.thread_index.get(&(guid.clone(), tid)).copied() {
+            const RECENT: usize = 16;
+            if self.recent.len() < RECENT {
+                self.recent.push((guid.clone(), tid, i));
+            } else {
+                self.recent[self.recent_next] = (guid.clone(), tid, i);
+                self.recent_next = (self.recent_next + 1) % RECENT;
+            }
+            return Ok(i);
+        }
+        let uuid = thread_uuid(guid, tid);
+        let name = name.unwrap_or_else(|| format!("thread {tid}"));
+        let idx = self.threads.len();
+        self.threads.push(ThreadState {
+            name: name.clone(),
+            guid: guid.clone(),
+            tid,
+            shift: self.shift(guid),
+            lanes: vec![Lane {
+                uuid,
+                open: Vec::new(),
+            }],
+        });
+        self.thread_index.insert((guid.clone(), tid), idx);
+        self.describe(TrackDescriptor {
+            uuid: Some(uuid),
+            parent_uuid: Some(process_uuid(guid)),
+            thread: Some(ThreadDescriptor {
+                pid: Some(pid as i32),
+                tid: Some(tid as i32),
+                thread_name: Some(name),
+            }),
+            ..Default::default()
+        })?;
+        Ok(idx)
+    }
+
+    /// Encodes a plain track event (no annotations, no flows) by hand: the
+    /// hot path of large traces.
+    #[allow(clippy::too_many_arguments)]
+    fn fast_event(
+        &mut self,
+        ts: u64,
+        ty: i32,
+        track: u64,
+        name_iid: Option<u64>,
+        cat_iid: Option<u64>,
+        counter: Option<f64>,
+        interned: Option<&InternedData>,
+    ) -> Result<()> {
+        self.ev.clear();
+        if let Some(c) = cat_iid {
+            put_key(&mut self.ev, 3, 0);
+            put_varint(&mut self.ev, c);
+        }
+        put_key(&mut self.ev, 9, 0);
+        put_varint(&mut self.ev, ty as u64);
+        if let Some(n) = name_iid {
+            put_key(&mut self.ev, 10, 0);
+            put_varint(&mut self.ev, n);
+        }
+        put_key(&mut self.ev, 11, 0);
+        put_varint(&mut self.ev, track);
+        if let Some(v) = counter {
+            put_key(&mut self.ev, 44, 1);
+            self.ev.extend_from_slice(&v.to_le_bytes());
+        }
+        self.buf.clear();
+        put_key(&mut self.buf, 8, 0);
+        put_varint(&mut self.buf, ts);
+        put_key(&mut self.buf, 10, 0);
+        put_varint(&mut self.buf, u64::from(SEQ));
+        put_key(&mut self.buf, 11, 2);
+        put_varint(&mut self.buf, self.ev.len() as u64);
+        self.buf.extend_from_slice(&self.ev);
+        if let Some(i) = interned {
+            self.inter_buf.clear();
+            i.encode(&mut self.inter_buf)
+                .expect("a Vec grows to any encoded length");
+            put_key(&mut self.buf, 12, 2);
+            put_varint(&mut self.buf, self.inter_buf.len() as u64);
+            self.buf.extend_from_slice(&self.inter_buf);
+        }
+        put_key(&mut self.buf, 13, 0);
+        put_varint(&mut self.buf, u64::from(SEQ_NEEDS_INCREMENTAL_STATE));
+        self.stats.events += 1;
+        self.write_frame()
+    }
+
+    /// Writes every END due at or before `t` (raw timestamp of the process
+    /// that is about to be written; ends of other processes compare on their
+    /// own clock, which only reorders packets across tracks).
+    fn close_until(&mut self, t: i64) -> Result<()> {
+        while let Some(Reverse((end, _, th, lane))) = self.pending.peek().copied() {
+            if end > t {
+                break;
+            }
+            self.pending.pop();
+            let ts = &mut self.threads[th];
+            ts.lanes[lane].open.pop();
+            let uuid = ts.lanes[lane].uuid;
+            let at = (end + ts.shift).max(0) as u64;
+            self.fast_event(at, TYPE_SLICE_END, uuid, None, None, None, None)?;
+        }
+        Ok(())
+    }
+
+    fn track_event(
+        &mut self,
+        ts: u64,
+        ev: TrackEvent,
+        interned: Option<InternedData>,
+    ) -> Result<()> {
+        self.stats.events += 1;
+        self.emit(&TracePacket {
+            timestamp: Some(ts),
+            trusted_packet_sequence_id: Some(SEQ),
+            sequence_flags: Some(SEQ_NEEDS_INCREMENTAL_STATE),
+            track_event: Some(ev),
+            interned_data: interned,
+            ..Default::default()
+        })
+    }
+
+    fn maybe_reset(&mut self) -> Result<()> {
+        if self.needs_reset || self.interned >= MAX_INTERNED {
+            self.reset_sequence()?;
+        }
+        Ok(())
+    }
+
+    fn intern_name(&mut self, name: &Arc<str>, inter: &mut Option<InternedData>) -> u64 {
+        if let Some(i) = self.names.get(name) {
+            return *i;
+        }
+        let i = self.iid();
+        self.names.insert(name.clone(), i);
+        inter
+            .get_or_insert_with(InternedData::default)
+            .event_names
+            .push(EventName {
+                iid: Some(i),
+                name: Some(name.to_string()),
+            });
+        i
+    }
+
+    fn intern_cat(&mut self, cat: &Arc<str>, inter: &mut Option<InternedData>) -> u64 {
+        if let Some(i) = self.cats.get(cat) {
+            return *i;
+        }
+        let i = self.iid();
+        self.cats.insert(cat.clone(), i);
+        inter
+            .get_or_insert_with(InternedData::default)
+            .event_categories
+            .push(EventCategory {
+                iid: Some(i),
+                name: Some(cat.to_string()),
+            });
+        i
+    }
+
+    /// Writes a region as a BEGIN now and an END at its end time (or, for a
+    /// zero-length region, an INSTANT marker). Regions must arrive ordered
+    /// by start, parents before children.
+    pub fn region(&mut self, r: &RegionRow) -> Result<()> {
+        self.close_until(r.start)?;
+        self.maybe_reset()?;
+        let mut inter = None;
+        let name_iid = self.intern_name(&r.name, &mut inter);
+        let cat = r.category.as_ref().map(|c| self.intern_cat(c, &mut inter));
+        let th = self.thread_track(&r.guid, r.pid, r.tid, None)?;
+        let ts = (r.start + self.threads[th].shift).max(0) as u64;
+        let plain = r.args.is_empty() && r.corr_id.is_none();
+        let track = if r.is_marker() {
+            self.stats.instants += 1;
+            self.threads[th].lanes[0].uuid
+        } else {
+            self.stats.slices += 1;
+            let lane = self.pick_lane(th, r.end)?;
+            self.push_seq += 1;
+            self.pending
+                .push(Reverse((r.end, u64::MAX - self.push_seq, th, lane)));
+            self.threads[th].lanes[lane].uuid
+        };
+        let ty = if r.is_marker() {
+            TYPE_INSTANT
+        } else {
+            TYPE_SLICE_BEGIN
+        };
+        if plain {
+            return self.fast_event(ts, ty, track, Some(name_iid), cat, None, inter.as_ref());
+        }
+        let debug_annotations = r.args.iter().map(|(n, t, v)| annotation(n, t, v)).collect();
+        let flow_ids = r
+            .corr_id
+            .map(|c| vec![hash64(&[b"f", r.guid.as_bytes(), &c.to_le_bytes()])])
+            .unwrap_or_default();
+        self.track_event(
+            ts,
+            TrackEvent {
+                r#type: Some(ty),
+                track_uuid: Some(track),
+                name_iid: Some(name_iid),
+                category_iids: cat.into_iter().collect(),
+                debug_annotations,
+                flow_ids,
+                ..Default::default()
+            },
+            inter,
+        )
+    }
+
+    /// The first lane of thread `th` where a region ending at `end` nests
+    /// (a new child track if none), with the region pushed on it.
+    fn pick_lane(&mut self, th: usize, end: i64) -> Result<usize> {
+        let t = &mut self.threads[th];
+        for (k, l) in t.lanes.iter_mut().enumerate() {
+            if l.open.last().is_none_or(|top| *top >= end) {
+                l.open.push(end);
+                return Ok(k);
+            }
+        }
+        let k = t.lanes.len();
+        let uuid = hash64(&[
+            b"l",
+            t.guid.as_bytes(),
+            &t.tid.to_le_bytes(),
+            &(k as u64).to_le_bytes(),
+        ]);
+        t.lanes.push(Lane {
+            uuid,
+            open: vec![end],
+        });
+        let name = format!("{} (overlapping {k})", t.name);
+        let parent = thread_uuid(&t.guid, t.tid);
+        self.describe(TrackDescriptor {
+            uuid: Some(uuid),
+            name: Some(name),
+            parent_uuid: Some(parent),
+            ..Default::default()
+        })?;
+        Ok(k)
+    }
+
+    /// Writes one counter value on the counter's track (described on first
+    /// use, under its thread or process).
+    pub fn counter(&mut self, c: &CounterRecord) -> Result<()> {
+        self.close_until(c.timestamp)?;
+        self.maybe_reset()?;
+        let guid: Arc<str> = Arc::from(c.guid.as_str());
+        let key = (guid.clone(), c.tid, c.name.clone());
+        let uuid = match self.counters.get(&key) {
+            Some(u) => *u,
+            None => {
+                let parent = match c.tid {
+                    Some(t) => {
+                        let th = self.thread_track(&guid, c.pid, t, None)?;
+                        self.threads[th].lanes[0].uuid
+                    }
+                    None => process_uuid(&c.guid),
+                };
+                let uuid = hash64(&[
+                    b"c",
+                    c.guid.as_bytes(),
+                    &c.tid.unwrap_or(-1).to_le_bytes(),
+                    c.name.as_bytes(),
+                ]);
+                self.describe(TrackDescriptor {
+                    uuid: Some(uuid),
+                    name: Some(c.name.clone()),
+                    parent_uuid: Some(parent),
+                    counter: Some(CounterDescriptor {
+                        unit_name: c.units.clone().filter(|u| !u.is_empty()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                })?;
+                self.counters.insert(key, uuid);
+                uuid
+            }
+        };
+        self.stats.counter_values += 1;
+        let ts = (c.timestamp + self.shift(&c.guid)).max(0) as u64;
+        self.fast_event(ts, TYPE_COUNTER, uuid, None, None, Some(c.value), None)
+    }
+
+    /// Writes one sample as a `PerfSample` packet, interning its frames,
+    /// mappings, function names, build ids and the call stack (from
+    /// `s.frames`, leaf first).
+    pub fn sample(&mut self, s: &SampleRecord) -> Result<()> {
+        self.sample_with(s, &mut |_, _| Ok(s.frames.clone()))
+    }
+
+    /// Like [`PerfettoWriter::sample`], but the frames are only resolved
+    /// (through `resolve(guid, stack_id)`, leaf first) the first time a
+    /// call stack is seen on the current interning state: the sample's own
+    /// `frames` are ignored.
+    pub fn sample_with(
+        &mut self,
+        s: &SampleRecord,
+        resolve: &mut dyn FnMut(&str, i64) -> Result<Vec<strobe_db::ResolvedFrame>>,
+    ) -> Result<()> {
+        self.close_until(s.timestamp)?;
+        self.maybe_reset()?;
+        let guid: Arc<str> = match self.callstacks.get_key_value(s.guid.as_str()) {
+            Some((k, _)) => k.clone(),
+            None => Arc::from(s.guid.as_str()),
+        };
+        self.thread_track(&guid, s.pid, s.tid, None)?;
+        let mut inter = InternedData::default();
+        let known = s
+            .stack_id
+            .and_then(|id| self.callstacks.get(&guid).and_then(|m| m.get(&id)).copied());
+        let cs_iid = match (s.stack_id, known) {
+            (None, _) => None,
+            (Some(_), Some(i)) => Some(i),
+            (Some(id), None) => {
+                let frames = resolve(&s.guid, id)?;
+                let mut frame_ids = Vec::with_capacity(frames.len());
+                for f in frames.iter().rev() {
+                    frame_ids.push(self.intern_frame(&s.guid, f, &mut inter));
+                }
+                let i = self.iid();
+                inter.callstacks.push(Callstack {
+                    iid: Some(i),
+                    frame_ids,
+                });
+                self.callstacks
+                    .entry(guid.clone())
+                    .or_default()
+                    .insert(id, i);
+                Some(i)
+            }
+        };
+        self.stats.samples += 1;
+        self.stats.events += 1;
+        let has = !(inter.callstacks.is_empty() && inter.frames.is_empty());
+        let ts = (s.timestamp + self.shift(&s.guid)).max(0) as u64;
+        self.emit(&TracePacket {
+            timestamp: Some(ts),
+            trusted_packet_sequence_id: Some(SEQ),
+            sequence_flags: Some(SEQ_NEEDS_INCREMENTAL_STATE),
+            interned_data: has.then_some(inter),
+            perf_sample: Some(PerfSample {
+                cpu: None,
+                pid: Some(s.pid as u32),
+                tid: Some(s.tid as u32),
+                callstack_iid: cs_iid,
+            }),
+            ..Default::default()
+        })
+    }
+
+    fn intern_frame(
+        &mut self,
+        guid: &str,
+        f: &strobe_db::ResolvedFrame,
+        inter: &mut InternedData,
+    ) -> u64 {
+        let key = (
+            guid.to_string(),
+            f.module.clone(),
+            f.rel_pc,
+            f.function.clone(),
+        );
+        if let Some(i) = self.frames.get(&key) {
+            return *i;
+        }
+        let name = f.display_name();
+        let fname = match self.func_names.get(&name) {
+            Some(i) => *i,
+            None => {
+                let i = self.iid();
+                inter.function_names.push(InternedString {
+                    iid: Some(i),
+                    str: Some(name.clone().into_bytes()),
+                });
+                self.func_names.insert(name, i);
+                i
+            }
+        };
+        let mapping = f
+            .module
+            .as_ref()
+            .map(|m| self.intern_mapping(guid, m, inter));
+        let i = self.iid();
+        inter.frames.push(Frame {
+            iid: Some(i),
+            function_name_id: Some(fname),
+            mapping_id: mapping,
+            rel_pc: Some(f.rel_pc),
+        });
+        self.frames.insert(key, i);
+        i
+    }
+
+    fn intern_mapping(&mut self, guid: &str, path: &Arc<str>, inter: &mut InternedData) -> u64 {
+        let key = (guid.to_string(), path.clone());
+        if let Some(i) = self.mappings.get(&key) {
+            return *i;
+        }
+        let path_iid = match self.paths.get(path) {
+            Some(i) => *i,
+            None => {
+                let i = self.iid();
+                inter.mapping_paths.push(InternedString {
+                    iid: Some(i),
+                    str: Some(path.as_bytes().to_vec()),
+                });
+                self.paths.insert(path.clone(), i);
+                i
+            }
+        };
+        let module = self.modules.get(&key).cloned();
+        let build = module.as_ref().and_then(|m| m.build_id.clone());
+        let build_iid = build.map(|b| match self.build_ids.get(&b) {
+            Some(i) => *i,
+            None => {
+                let i = self.iid();
+                inter.build_ids.push(InternedString {
+                    iid: Some(i),
+                    str: Some(hex_bytes(&b)),
+                });
+                self.build_ids.insert(b, i);
+                i
+            }
+        });
+        let i = self.iid();
+        inter.mappings.push(Mapping {
+            iid: Some(i),
+            build_id: build_iid,
+            start: module.as_ref().map(|m| m.load_address),
+            end: module.as_ref().map(|m| m.load_address + m.size),
+            path_string_ids: vec![path_iid],
+        });
+        self.mappings.insert(key, i);
+        i
+    }
+
+    /// Writes the ENDs of every region still open and flushes; returns the
+    /// statistics and the output.
+    pub fn finish(mut self) -> Result<(PerfettoStats, W)> {
+        self.close_until(i64::MAX)?;
+        self.out.flush()?;
+        Ok((self.stats, self.out))
+    }
+}
+
+/// A region argument as a typed debug annotation.
+fn annotation(name: &str, ty: &str, value: &str) -> DebugAnnotation {
+    let t = ty.to_ascii_lowercase();
+    let mut a = DebugAnnotation {
+        name: Some(name.to_string()),
+        ..Default::default()
+    };
+    if t.contains("bool") {
+        if let Ok(b) = value.parse::<bool>() {
+            a.bool_value = Some(b);
+            return a;
+        }
+    } else if t.contains("float") || t.contains("double") || t.starts_with('f') {
+        if let Ok(d) = value.parse::<f64>() {
+            a.double_value = Some(d);
+            return a;
+        }
+    } else if t.starts_with('u') {
+        if let Ok(u) = value.parse::<u64>() {
+            a.uint_value = Some(u);
+            return a;
+        }
+    } else if t.contains("int") || t.starts_with('i') || t == "long" {
+        if let Ok(i) = value.parse::<i64>() {
+            a.int_value = Some(i);
+            return a;
+        }
+    }
+    a.string_value = Some(value.to_string());
+    a
+}
+
+/// A build id given in hex as raw bytes (as Perfetto expects); anything
+/// that is not hex is kept as text.
+fn hex_bytes(s: &str) -> Vec<u8> {
+    if s.len().is_multiple_of(2) && !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap_or(0))
+            .collect()
+    } else {
+        s.as_bytes().to_vec()
+    }
+}
+
+/// The time of a stream's next item; its error, if that is what comes next.
+fn peek_time<T, E, I>(it: &mut std::iter::Peekable<I>, time: fn(&T) -> i64) -> Result<Option<i64>>
+where
+    I: Iterator<Item = std::result::Result<T, E>>,
+    E: Into<crate::error::ExportError>,
+{
+    match it.peek() {
+        Some(Ok(v)) => Ok(Some(time(v))),
+        Some(Err(_)) => match it.next() {
+            Some(Err(e)) => Err(e.into()),
+            _ => Ok(None),
+        },
+        None => Ok(None),
+    }
+}
+
+/// Converts a whole profile (all processes of all inputs, window applied)
+/// to one Perfetto trace on `out`, streaming: regions, samples and counters
+/// are merged in time order from three ordered queries.
+pub fn write_perfetto<W: Write>(p: &Profile, out: W) -> Result<PerfettoStats> {
+    let procs = source::processes(p)?;
+    let shifts = source::clock_shifts(&procs);
+    let base = procs
+        .iter()
+        .filter_map(|q| q.start)
+        .min()
+        .unwrap_or(0)
+        .max(0) as u64;
+    let mut w = PerfettoWriter::new(out, shifts, source::modules(p)?, base)?;
+    for pr in &procs {
+        w.process(pr)?;
+    }
+    for t in p.threads()? {
+        w.thread(&t?)?;
+    }
+    let mut regions = source::regions(p)?.peekable();
+    let mut samples = source::samples_unresolved(p)?.peekable();
+    let mut counters = source::counters(p)?.peekable();
+    loop {
+        let tr = peek_time(&mut regions, |r| r.start)?;
+        let ts = peek_time(&mut samples, |s| s.timestamp)?;
+        let tc = peek_time(&mut counters, |c| c.timestamp)?;
+        let min = [tr, ts, tc].into_iter().flatten().min();
+        let Some(min) = min else { break };
+        if tr == Some(min) {
+            if let Some(Ok(r)) = regions.next() {
+                w.region(&r)?;
+            }
+        } else if ts == Some(min) {
+            if let Some(Ok(s)) = samples.next() {
+                w.sample_with(&s, &mut |g, id| Ok(p.resolve_stack(g, id)?))?;
+            }
+        } else if let Some(Ok(c)) = counters.next() {
+            w.counter(&c)?;
+        }
+    }
+    Ok(w.finish()?.0)
+}

@@ -1,0 +1,348 @@
+//! pprof output (gzip-compressed `profile.proto`).
+//!
+//! Owns the `profile.proto` messages (prost, field numbers from
+//! google/pprof `proto/profile.proto`) and [`write_pprof`]: one sample per
+//! distinct (process, thread, stack) with values `samples/count` and
+//! `cpu/nanoseconds` (count × sampling period), locations per distinct
+//! frame, functions per distinct name, mappings per module with build ids,
+//! `pid`/`tid` labels. Aggregation happens in SQLite; memory grows with
+//! distinct stacks and frames, never with samples. It never does anything
+//! but encode.
+
+#![allow(missing_docs)]
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::Arc;
+
+use flate2::write::GzEncoder;
+use prost::Message;
+use strobe_db::Profile;
+
+use crate::error::{ExportError, Result};
+use crate::source;
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PprofProfile {
+    #[prost(message, repeated, tag = "1")]
+    pub sample_type: Vec<ValueType>,
+    #[prost(message, repeated, tag = "2")]
+    pub sample: Vec<Sample>,
+    #[prost(message, repeated, tag = "3")]
+    pub mapping: Vec<Mapping>,
+    #[prost(message, repeated, tag = "4")]
+    pub location: Vec<Location>,
+    #[prost(message, repeated, tag = "5")]
+    pub function: Vec<Function>,
+    #[prost(string, repeated, tag = "6")]
+    pub string_table: Vec<String>,
+    #[prost(int64, tag = "9")]
+    pub time_nanos: i64,
+    #[prost(int64, tag = "10")]
+    pub duration_nanos: i64,
+    #[prost(message, optional, tag = "11")]
+    pub period_type: Option<ValueType>,
+    #[prost(int64, tag = "12")]
+    pub period: i64,
+    #[prost(int64, repeated, tag = "13")]
+    pub comment: Vec<i64>,
+    #[prost(int64, tag = "14")]
+    pub default_sample_type: i64,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ValueType {
+    #[prost(int64, tag = "1")]
+    pub r#type: i64,
+    #[prost(int64, tag = "2")]
+    pub unit: i64,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Sample {
+    #[prost(uint64, repeated, tag = "1")]
+    pub location_id: Vec<u64>,
+    #[prost(int64, repeated, tag = "2")]
+    pub value: Vec<i64>,
+    #[prost(message, repeated, tag = "3")]
+    pub label: Vec<Label>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Label {
+    #[prost(int64, tag = "1")]
+    pub key: i64,
+    #[prost(int64, tag = "2")]
+    pub str: i64,
+    #[prost(int64, tag = "3")]
+    pub num: i64,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Mapping {
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    #[prost(uint64, tag = "2")]
+    pub memory_start: u64,
+    #[prost(uint64, tag = "3")]
+    pub memory_limit: u64,
+    #[prost(uint64, tag = "4")]
+    pub file_offset: u64,
+    #[prost(int64, tag = "5")]
+    pub filename: i64,
+    #[prost(int64, tag = "6")]
+    pub build_id: i64,
+    #[prost(bool, tag = "7")]
+    pub has_functions: bool,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Location {
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    #[prost(uint64, tag = "2")]
+    pub mapping_id: u64,
+    #[prost(uint64, tag = "3")]
+    pub address: u64,
+    #[prost(message, repeated, tag = "4")]
+    pub line: Vec<Line>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Line {
+    #[prost(uint64, tag = "1")]
+    pub function_id: u64,
+    #[prost(int64, tag = "2")]
+    pub line: i64,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Function {
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    #[prost(int64, tag = "2")]
+    pub name: i64,
+    #[prost(int64, tag = "3")]
+    pub system_name: i64,
+    #[prost(int64, tag = "4")]
+    pub filename: i64,
+}
+
+#[derive(Default)]
+struct Strings {
+    table: Vec<String>,
+    index: HashMap<String, i64>,
+}
+impl Strings {
+    fn new() -> Self {
+        let mut s = Strings::default();
+        s.get("");
+        s
+    }
+    fn get(&mut self, v: &str) -> i64 {
+        if let Some(i) = self.index.get(v) {
+            return *i;
+        }
+        let i = self.table.len() as i64;
+        self.table.push(v.to_string());
+        self.index.insert(v.to_string(), i);
+        i
+    }
+}
+
+/// What a pprof conversion wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PprofStats {
+    /// Samples counted.
+    pub samples: u64,
+    /// Distinct (process, thread, stack) entries.
+    pub entries: u64,
+    /// Sampling period used for `cpu/nanoseconds`.
+    pub period_ns: i64,
+}
+
+/// The sampling period (ns) the profile was recorded with: from
+/// `sampling_cputime_freq` or `sampling_freq` in `strobe_settings`,
+/// else the default 250 Hz.
+pub fn sampling_period_ns(p: &Profile) -> i64 {
+    let freq: Option<String> = p
+        .connection()
+        .query_row(
+            "SELECT value FROM strobe_settings WHERE name IN ('sampling_cputime_freq','sampling_freq')
+             ORDER BY name = 'sampling_cputime_freq' DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .ok();
+    let hz = freq
+        .and_then(|f| {
+            f.trim()
+                .trim_end_matches("Hz")
+                .trim_end_matches("hz")
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .filter(|h| *h > 0.0)
+        .unwrap_or(250.0);
+    (1e9 / hz).round() as i64
+}
+
+/// Writes the samples of a profile as a gzip-compressed pprof profile.
+/// Fails with [`ExportError::Empty`] when there are no samples.
+pub fn write_pprof<W: Write>(p: &Profile, out: W) -> Result<PprofStats> {
+    let period = sampling_period_ns(p);
+    let modules: HashMap<(String, Arc<str>), source::ModuleRow> = source::modules(p)?
+        .into_iter()
+        .map(|m| ((m.guid.clone(), m.path.clone()), m))
+        .collect();
+    let bounds = p.run_bounds()?;
+    let mut s = Strings::new();
+    let mut prof = PprofProfile {
+        sample_type: vec![
+            ValueType {
+                r#type: s.get("samples"),
+                unit: s.get("count"),
+            },
+            ValueType {
+                r#type: s.get("cpu"),
+                unit: s.get("nanoseconds"),
+            },
+        ],
+        period_type: Some(ValueType {
+            r#type: s.get("cpu"),
+            unit: s.get("nanoseconds"),
+        }),
+        period,
+        default_sample_type: s.get("cpu"),
+        ..Default::default()
+    };
+    let (k_pid, k_tid) = (s.get("pid"), s.get("tid"));
+    let mut mappings: HashMap<(String, Arc<str>), u64> = HashMap::new();
+    let mut functions: HashMap<String, u64> = HashMap::new();
+    let mut locations: HashMap<source::FrameKey, u64> = HashMap::new();
+    let groups = p.query_stream(
+        "SELECT guid, pid, tid, stack_id, COUNT(*) FROM samples GROUP BY guid, pid, tid, stack_id",
+        |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, Option<i64>>(3)?,
+                r.get::<_, i64>(4)?,
+            ))
+        },
+    )?;
+    let mut st = PprofStats {
+        period_ns: period,
+        ..Default::default()
+    };
+    for g in groups {
+        let (guid, pid, tid, stack, n) = g?;
+        let frames = match stack {
+            Some(id) => p.resolve_stack(&guid, id)?,
+            None => Vec::new(),
+        };
+        let mut loc_ids = Vec::with_capacity(frames.len());
+        for f in &frames {
+            let key = (guid.clone(), f.module.clone(), f.rel_pc, f.function.clone());
+            let id = match locations.get(&key) {
+                Some(i) => *i,
+                None => {
+                    let name = source::frame_name(f);
+                    let fid = match functions.get(&name) {
+                        Some(i) => *i,
+                        None => {
+                            let id = prof.function.len() as u64 + 1;
+                            let n = s.get(&name);
+                            let file = f.file.as_deref().map(|x| s.get(x)).unwrap_or(0);
+                            prof.function.push(Function {
+                                id,
+                                name: n,
+                                system_name: n,
+                                filename: file,
+                            });
+                            functions.insert(name, id);
+                            id
+                        }
+                    };
+                    let (mapping_id, address) = match &f.module {
+                        Some(m) => {
+                            let mk = (guid.clone(), m.clone());
+                            let mid = match mappings.get(&mk) {
+                                Some(i) => *i,
+                                None => {
+                                    let id = prof.mapping.len() as u64 + 1;
+                                    let info = modules.get(&mk);
+                                    let start = info.map(|i| i.load_address).unwrap_or(0);
+                                    prof.mapping.push(Mapping {
+                                        id,
+                                        memory_start: start,
+                                        memory_limit: start + info.map(|i| i.size).unwrap_or(0),
+                                        file_offset: 0,
+                                        filename: s.get(m),
+                                        build_id: info
+                                            .and_then(|i| i.build_id.as_deref())
+                                            .map(|b| s.get(b))
+                                            .unwrap_or(0),
+                                        has_functions: f.function.is_some(),
+                                    });
+                                    mappings.insert(mk.clone(), id);
+                                    id
+                                }
+                            };
+                            let base = modules.get(&mk).map(|i| i.load_address).unwrap_or(0);
+                            (mid, base + f.rel_pc)
+                        }
+                        None => (0, f.rel_pc),
+                    };
+                    let id = prof.location.len() as u64 + 1;
+                    prof.location.push(Location {
+                        id,
+                        mapping_id,
+                        address,
+                        line: vec![Line {
+                            function_id: fid,
+                            line: f.line.map(|l| l as i64).unwrap_or(0),
+                        }],
+                    });
+                    locations.insert(key, id);
+                    id
+                }
+            };
+            loc_ids.push(id);
+        }
+        prof.sample.push(Sample {
+            location_id: loc_ids,
+            value: vec![n, n * period],
+            label: vec![
+                Label {
+                    key: k_pid,
+                    str: 0,
+                    num: pid,
+                },
+                Label {
+                    key: k_tid,
+                    str: 0,
+                    num: tid,
+                },
+            ],
+        });
+        st.samples += n as u64;
+        st.entries += 1;
+    }
+    if st.samples == 0 {
+        return Err(ExportError::Empty {
+            what: "pprof".into(),
+            needed: "samples".into(),
+        });
+    }
+    if let Some(b) = bounds {
+        prof.duration_nanos = b.end - b.start;
+    }
+    prof.string_table = std::mem::take(&mut s.table);
+    let mut gz = GzEncoder::new(out, flate2::Compression::default());
+    gz.write_all(&prof.encode_to_vec())?;
+    gz.finish()?.flush()?;
+    Ok(st)
+}

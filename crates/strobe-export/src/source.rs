@@ -1,0 +1,716 @@
+//! What the exporters read from a profile, in the shapes they need.
+//!
+//! Owns the export-side queries over [`strobe_db::Profile`]: processes,
+//! threads, modules (small tables, loaded whole), and the time-ordered
+//! streams of regions (with correlation ids and arguments) and counters,
+//! plus the per-process clock shift that aligns processes from several
+//! nodes. Everything large is streamed one row at a time; SQLite sorts
+//! and spills to temporary files. It never writes to an input and never
+//! formats output.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use strobe_db::stream::RowStream;
+use strobe_db::Profile;
+
+use crate::error::Result;
+
+/// A process of the profile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessRow {
+    /// Process guid (names the process across files).
+    pub guid: String,
+    /// OS pid.
+    pub pid: i64,
+    /// OS parent pid.
+    pub ppid: i64,
+    /// Command line, arguments joined by spaces.
+    pub command: String,
+    /// Machine id of the node.
+    pub machine_id: String,
+    /// Host name of the node.
+    pub hostname: String,
+    /// Process start (ns, `CLOCK_MONOTONIC` of its node).
+    pub start: Option<i64>,
+    /// Process end (ns), NULL for a killed writer.
+    pub end: Option<i64>,
+}
+
+impl ProcessRow {
+    /// A short display name: the executable's file name.
+    pub fn short_name(&self) -> String {
+        let exe = self.command.split_whitespace().next().unwrap_or("");
+        let base = exe.rsplit('/').next().unwrap_or(exe);
+        if base.is_empty() {
+            format!("pid {}", self.pid)
+        } else {
+            base.to_string()
+        }
+    }
+}
+
+/// Identity of a frame within a process: guid, module path, pc relative
+/// to the module, function name (when symbolized).
+pub type FrameKey = (String, Option<Arc<str>>, u64, Option<Arc<str>>);
+
+/// A loaded module (executable or shared library) of a process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModuleRow {
+    /// Process guid.
+    pub guid: String,
+    /// Path.
+    pub path: Arc<str>,
+    /// GNU build id (hex), if known.
+    pub build_id: Option<String>,
+    /// Load address.
+    pub load_address: u64,
+    /// Mapped size.
+    pub size: u64,
+}
+
+/// A region (or, when `start == end`, an instant marker) with everything
+/// the timeline formats show. Names are shared (`Arc`) so that streaming
+/// millions of regions allocates nothing per row for them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegionRow {
+    /// Process guid.
+    pub guid: Arc<str>,
+    /// OS pid.
+    pub pid: i64,
+    /// OS tid.
+    pub tid: i64,
+    /// Name.
+    pub name: Arc<str>,
+    /// Category, if any.
+    pub category: Option<Arc<str>>,
+    /// Start (ns).
+    pub start: i64,
+    /// End (ns).
+    pub end: i64,
+    /// Correlation id linking related events (flows), if any.
+    pub corr_id: Option<i64>,
+    /// Arguments as `(name, type, value)`, in position order.
+    pub args: Vec<(String, String, String)>,
+}
+
+impl RegionRow {
+    /// Whether this is an instant marker (zero duration).
+    pub fn is_marker(&self) -> bool {
+        self.end == self.start
+    }
+}
+
+/// Loads every process (a small table).
+pub fn processes(p: &Profile) -> Result<Vec<ProcessRow>> {
+    let rows = p.query_stream(
+        "SELECT guid, pid, ppid, command, machine_id, hostname, start, \"end\" FROM processes ORDER BY start, guid",
+        |r| {
+            Ok(ProcessRow {
+                guid: r.get(0)?,
+                pid: r.get::<_, Option<i64>>(1)?.unwrap_or(0),
+                ppid: r.get::<_, Option<i64>>(2)?.unwrap_or(0),
+                command: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
+                machine_id: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+                hostname: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+                start: r.get(6)?,
+                end: r.get(7)?,
+            })
+        },
+    )?;
+    Ok(rows.collect::<std::result::Result<_, _>>()?)
+}
+
+/// Loads every module of every process (a small table).
+pub fn modules(p: &Profile) -> Result<Vec<ModuleRow>> {
+    let rows = p.query_stream(
+        "SELECT guid, path, build_id, load_address, size FROM strobe_module ORDER BY guid, id",
+        |r| {
+            Ok(ModuleRow {
+                guid: r.get(0)?,
+                path: Arc::from(r.get::<_, Option<String>>(1)?.unwrap_or_default().as_str()),
+                build_id: r.get(2)?,
+                load_address: r.get::<_, Option<i64>>(3)?.unwrap_or(0) as u64,
+                size: r.get::<_, Option<i64>>(4)?.unwrap_or(0) as u64,
+            })
+        },
+    )?;
+    Ok(rows.collect::<std::result::Result<_, _>>()?)
+}
+
+/// Counts rows of a view (for statistics and empty-input checks).
+pub fn count(p: &Profile, view: &str) -> Result<u64> {
+    let n: i64 = p
+        .connection()
+        .query_row(&format!("SELECT COUNT(*) FROM \"{view}\""), [], |r| {
+            r.get(0)
+        })
+        .map_err(|e| strobe_db::DbError::Query {
+            message: e.to_string(),
+            sql: format!("SELECT COUNT(*) FROM {view}"),
+        })?;
+    Ok(n as u64)
+}
+
+/// One region row as the per-process query returns it (row ids unresolved).
+struct RawRegion {
+    tid: i64,
+    start: i64,
+    end: i64,
+    name_id: i64,
+    category_id: Option<i64>,
+    corr_id: Option<i64>,
+    args: Option<String>,
+}
+
+fn raw_region(r: &strobe_db::rusqlite::Row<'_>) -> strobe_db::rusqlite::Result<RawRegion> {
+    Ok(RawRegion {
+        tid: r.get::<_, Option<i64>>(0)?.unwrap_or(0),
+        start: r.get(1)?,
+        end: r.get(2)?,
+        name_id: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
+        category_id: r.get(4)?,
+        corr_id: r.get(5)?,
+        args: r.get(6)?,
+    })
+}
+
+/// Most cached strings per process before the cache is cleared.
+const STRING_CACHE: usize = 65_536;
+/// Rows per batch handed from a reader thread to the exporter.
+const BATCH: usize = 4096;
+/// Batches in flight per reader thread (bounds the memory they hold).
+const BATCHES_IN_FLIGHT: usize = 4;
+/// Most processes read by their own threads; beyond, streams share the
+/// profile's connection (each reader thread holds a SQLite page cache).
+const MAX_READER_THREADS: usize = 8;
+
+type BatchRx = std::sync::mpsc::Receiver<std::result::Result<Vec<RawRegion>, strobe_db::DbError>>;
+type BatchTx = std::sync::mpsc::SyncSender<std::result::Result<Vec<RawRegion>, strobe_db::DbError>>;
+
+/// Where one process's ordered region rows come from.
+enum Feed<'p> {
+    /// A statement on the profile's connection.
+    Local(std::iter::Peekable<RowStream<'p, RawRegion>>),
+    /// A reader thread with its own connection, sending batches.
+    /// Each covers a disjoint, later range of start times than the one
+    /// before it, so reading them one after the other keeps the order.
+    Thread {
+        rxs: std::collections::VecDeque<BatchRx>,
+        batch: std::collections::VecDeque<RawRegion>,
+        error: Option<strobe_db::DbError>,
+    },
+}
+
+impl Feed<'_> {
+    /// The next row's (start, end), `None` at the end; errors stay queued
+    /// for [`Feed::take`].
+    fn peek(&mut self) -> Option<(i64, i64)> {
+        match self {
+            Feed::Local(rows) => match rows.peek() {
+                Some(Ok(r)) => Some((r.start, r.end)),
+                Some(Err(_)) => Some((i64::MIN, 0)),
+                None => None,
+            },
+            Feed::Thread { rxs, batch, error } => {
+                if error.is_some() {
+                    return Some((i64::MIN, 0));
+                }
+                while batch.is_empty() {
+                    let rx = rxs.front()?;
+                    match rx.recv() {
+                        Ok(Ok(b)) => batch.extend(b),
+                        Ok(Err(e)) => {
+                            *error = Some(e);
+                            return Some((i64::MIN, 0));
+                        }
+                        Err(_) => {
+                            rxs.pop_front();
+                        }
+                    }
+                }
+                batch.front().map(|r| (r.start, r.end))
+            }
+        }
+    }
+
+    fn take(&mut self) -> Option<std::result::Result<RawRegion, strobe_db::DbError>> {
+        match self {
+            Feed::Local(rows) => rows.next(),
+            Feed::Thread { batch, error, .. } => match error.take() {
+                Some(e) => Some(Err(e)),
+                None => batch.pop_front().map(Ok),
+            },
+        }
+    }
+}
+
+struct SetStream<'p> {
+    guid: Arc<str>,
+    feed: Feed<'p>,
+    string_sql: String,
+    strings: crate::perfetto::FastMap<i64, Arc<str>>,
+    threads: crate::perfetto::FastMap<i64, (i64, i64)>,
+}
+
+/// Time-ordered regions of every process: one ordered query per process
+/// (over its suffixed tables, window applied, narrow rows so SQLite's
+/// external sort stays cheap), each run by its own reader thread on its
+/// own read-only connection when there are few processes (so sorting and
+/// encoding use two cores), merged here; names, categories and OS pid/tid
+/// are resolved from small per-process caches.
+pub struct Regions<'p> {
+    p: &'p Profile,
+    sets: Vec<SetStream<'p>>,
+}
+
+fn qerr(sql: &str) -> impl Fn(strobe_db::rusqlite::Error) -> strobe_db::DbError + '_ {
+    move |e| strobe_db::DbError::Query {
+        message: e.to_string(),
+        sql: sql.to_string(),
+    }
+}
+
+/// When the process has region arguments, copies them into an indexed
+/// TEMP table of `conn` (the writer creates no index on `rocpd_arg`) and
+/// returns its name. SQLite keeps TEMP objects in temporary files by
+/// default; never change `temp_store` here: that drops the reader's TEMP
+/// views.
+fn prepare_args(
+    conn: &strobe_db::rusqlite::Connection,
+    sc: &str,
+    sf: &str,
+) -> Result<Option<String>> {
+    let asql = format!("SELECT EXISTS (SELECT 1 FROM \"{sc}\".\"rocpd_arg{sf}\")");
+    let has_args: bool = conn
+        .query_row(&asql, [], |r| r.get(0))
+        .map_err(qerr(&asql))?;
+    if !has_args {
+        return Ok(None);
+    }
+    let t = format!("strobe_export_args{sf}");
+    let sql = format!(
+        "DROP TABLE IF EXISTS temp.\"{t}\";
+         CREATE TEMP TABLE \"{t}\" AS SELECT event_id, position, name, type, value FROM \"{sc}\".\"rocpd_arg{sf}\";
+         CREATE INDEX temp.\"{t}_ev\" ON \"{t}\"(event_id, position);"
+    );
+    conn.execute_batch(&sql).map_err(qerr(&sql))?;
+    Ok(Some(t))
+}
+
+/// `WHERE` for the time window and an optional row-id range.
+fn where_clause(window: (Option<i64>, Option<i64>), rows: (Option<i64>, Option<i64>)) -> String {
+    let mut wh = Vec::new();
+    if let Some(lo) = window.0 {
+        wh.push(format!("R.\"end\" >= {lo}"));
+    }
+    if let Some(hi) = window.1 {
+        wh.push(format!("R.start <= {hi}"));
+    }
+    if let Some(a) = rows.0 {
+        wh.push(format!("R.rowid >= {a}"));
+    }
+    if let Some(b) = rows.1 {
+        wh.push(format!("R.rowid < {b}"));
+    }
+    if wh.is_empty() {
+        String::new()
+    } else {
+        format!("WHERE {}", wh.join(" AND "))
+    }
+}
+
+/// The ordered region query of one process (SQLite sorts), for processes
+/// read on the profile's own connection.
+fn region_query(
+    conn: &strobe_db::rusqlite::Connection,
+    sc: &str,
+    sf: &str,
+    window: (Option<i64>, Option<i64>),
+) -> Result<String> {
+    let args_col = match prepare_args(conn, sc, sf)? {
+        Some(t) => format!(
+            "(SELECT json_group_array(json_array(A.name, A.type, A.value)) FROM (SELECT name, type, value FROM temp.\"{t}\" X WHERE X.event_id = R.event_id ORDER BY position) A)"
+        ),
+        None => "NULL".to_string(),
+    };
+    Ok(format!(
+        "SELECT R.tid, R.start, R.\"end\", R.name_id, E.category_id, E.correlation_id, {args_col}
+         FROM \"{sc}\".\"rocpd_region{sf}\" R LEFT JOIN \"{sc}\".\"rocpd_event{sf}\" E ON E.id = R.event_id
+         {} ORDER BY R.start, R.\"end\" DESC",
+        where_clause(window, (None, None))
+    ))
+}
+
+/// The middle row id of a large region table: a split point for two
+/// reader threads. `None` for small tables, where one is enough.
+fn split_point(conn: &strobe_db::rusqlite::Connection, sc: &str, sf: &str) -> Result<Option<i64>> {
+    let sql = format!("SELECT MAX(rowid) FROM \"{sc}\".\"rocpd_region{sf}\"");
+    let max: Option<i64> = conn.query_row(&sql, [], |r| r.get(0)).map_err(qerr(&sql))?;
+    Ok(max.filter(|m| *m > 100_000).map(|m| m / 2))
+}
+
+/// A `file:` URI opening `path` read-only.
+fn ro_uri(path: &str) -> String {
+    let mut s = String::from("file:");
+    for b in path.bytes() {
+        match b {
+            b'%' | b'?' | b'#' | b'&' | b'=' | b' ' | 0x80..=0xff => {
+                s.push_str(&format!("%{b:02X}"))
+            }
+            c => s.push(c as char),
+        }
+    }
+    s.push_str("?mode=ro");
+    s
+}
+
+/// Runs one process's region scan on a new connection, sorts it with
+/// bounded memory ([`crate::runsort`]) and sends the ordered rows in
+/// batches, each with its arguments.
+fn reader_thread(
+    file: String,
+    sc: String,
+    sf: String,
+    window: (Option<i64>, Option<i64>),
+    rows: (Option<i64>, Option<i64>),
+    tx: BatchTx,
+) {
+    let run = || -> std::result::Result<(), strobe_db::DbError> {
+        let conn = strobe_db::rusqlite::Connection::open_in_memory().map_err(qerr("open"))?;
+        let att = format!("ATTACH DATABASE ?1 AS \"{sc}\"");
+        conn.execute(&att, [ro_uri(&file)]).map_err(qerr(&att))?;
+        let args_table = prepare_args(&conn, &sc, &sf).map_err(|e| match e {
+            crate::error::ExportError::Db(d) => d,
+            other => strobe_db::DbError::Query {
+                message: other.to_string(),
+                sql: String::new(),
+            },
+        })?;
+        let sql = format!(
+            "SELECT R.tid, R.start, R.\"end\", R.name_id, E.category_id, E.correlation_id, R.event_id
+             FROM \"{sc}\".\"rocpd_region{sf}\" R LEFT JOIN \"{sc}\".\"rocpd_event{sf}\" E ON E.id = R.event_id {}",
+            where_clause(window, rows)
+        );
+        let io = |e: std::io::Error| strobe_db::DbError::Io {
+            path: std::env::temp_dir(),
+            error: e,
+        };
+        let mut sorter = crate::runsort::RunSorter::new();
+        {
+            let mut st = conn.prepare(&sql).map_err(qerr(&sql))?;
+            let mut rows = st.query([]).map_err(qerr(&sql))?;
+            while let Some(r) = rows.next().map_err(qerr(&sql))? {
+                let rec = (|| -> strobe_db::rusqlite::Result<crate::runsort::Rec> {
+                    Ok(crate::runsort::Rec {
+                        tid: r.get::<_, Option<i64>>(0)?.unwrap_or(0),
+                        start: r.get(1)?,
+                        end: r.get(2)?,
+                        name_id: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
+                        category_id: r.get::<_, Option<i64>>(4)?.unwrap_or(-1),
+                        corr_id: r.get::<_, Option<i64>>(5)?.unwrap_or(i64::MIN),
+                        event_id: r.get::<_, Option<i64>>(6)?.unwrap_or(0),
+                    })
+                })()
+                .map_err(qerr(&sql))?;
+                sorter.push(rec).map_err(io)?;
+            }
+        }
+        let args_sql = args_table.map(|t| {
+            format!(
+                "SELECT json_group_array(json_array(name, type, value)) FROM (SELECT name, type, value FROM temp.\"{t}\" WHERE event_id = ?1 ORDER BY position)"
+            )
+        });
+        let mut batch = Vec::with_capacity(BATCH);
+        for rec in sorter.finish().map_err(io)? {
+            let rec = rec.map_err(io)?;
+            let args = match &args_sql {
+                Some(q) => conn
+                    .prepare_cached(q)
+                    .and_then(|mut st| {
+                        st.query_row([rec.event_id], |r| r.get::<_, Option<String>>(0))
+                    })
+                    .map_err(qerr(q))?
+                    .filter(|j| j != "[]"),
+                None => None,
+            };
+            batch.push(RawRegion {
+                tid: rec.tid,
+                start: rec.start,
+                end: rec.end,
+                name_id: rec.name_id,
+                category_id: (rec.category_id >= 0).then_some(rec.category_id),
+                corr_id: (rec.corr_id != i64::MIN).then_some(rec.corr_id),
+                args,
+            });
+            if batch.len() == BATCH {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                if tx.send(Ok(full)).is_err() {
+                    return Ok(()); // the exporter stopped reading
+                }
+            }
+        }
+        if !batch.is_empty() {
+            let _ = tx.send(Ok(batch));
+        }
+        Ok(())
+    };
+    if let Err(e) = run() {
+        let _ = tx.send(Err(e));
+    }
+}
+
+/// Streams regions and markers of all processes ordered by start, longest
+/// first at equal starts (so parents precede their children), with their
+/// correlation ids and arguments.
+pub fn regions(p: &Profile) -> Result<Regions<'_>> {
+    let conn = p.connection();
+    let window = p.window();
+    let table_sets = p.table_sets();
+    // Attach alias → file, for reader threads.
+    let mut files: HashMap<String, String> = HashMap::new();
+    {
+        let sql = "PRAGMA database_list";
+        let mut st = conn.prepare(sql).map_err(qerr(sql))?;
+        let rows = st
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?))
+            })
+            .map_err(qerr(sql))?;
+        for r in rows {
+            let (name, file) = r.map_err(qerr(sql))?;
+            if let Some(f) = file.filter(|f| !f.is_empty()) {
+                files.insert(name, f);
+            }
+        }
+    }
+    let n_sets = table_sets.len();
+    let threaded = n_sets <= MAX_READER_THREADS;
+    let mut sets = Vec::new();
+    for (ts, guid) in table_sets {
+        let (sc, sf) = (&ts.schema, &ts.suffix);
+        let tsql = format!(
+            "SELECT T.id, P.pid, T.tid FROM \"{sc}\".\"rocpd_info_thread{sf}\" T JOIN \"{sc}\".\"rocpd_info_process{sf}\" P ON P.id = T.pid"
+        );
+        let mut threads = crate::perfetto::FastMap::default();
+        {
+            let mut st = conn.prepare(&tsql).map_err(qerr(&tsql))?;
+            let rows = st
+                .query_map([], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, Option<i64>>(1)?,
+                        r.get::<_, Option<i64>>(2)?,
+                    ))
+                })
+                .map_err(qerr(&tsql))?;
+            for r in rows {
+                let (id, pid, tid) = r.map_err(qerr(&tsql))?;
+                threads.insert(id, (pid.unwrap_or(0), tid.unwrap_or(0)));
+            }
+        }
+        let string_sql = format!("SELECT string FROM \"{sc}\".\"rocpd_string{sf}\" WHERE id = ?1");
+        let guid: Arc<str> = Arc::from(guid.as_str());
+        match files.get(sc.as_str()) {
+            Some(file) if threaded => {
+                // A single process is split into two row-id ranges, read and
+                // sorted by two threads at once and merged like two processes.
+                let ranges = match split_point(conn, sc, sf)? {
+                    Some(mid) if n_sets == 1 => vec![(None, Some(mid)), (Some(mid), None)],
+                    _ => vec![(None, None)],
+                };
+                for rows in ranges {
+                    let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_IN_FLIGHT);
+                    let (file, sc2, sf2) = (file.clone(), sc.clone(), sf.clone());
+                    std::thread::Builder::new()
+                        .name("strobe-export-reader".into())
+                        .spawn(move || reader_thread(file, sc2, sf2, window, rows, tx))?;
+                    sets.push(SetStream {
+                        guid: guid.clone(),
+                        feed: Feed::Thread {
+                            rxs: std::collections::VecDeque::from([rx]),
+                            batch: std::collections::VecDeque::new(),
+                            error: None,
+                        },
+                        string_sql: string_sql.clone(),
+                        strings: crate::perfetto::FastMap::default(),
+                        threads: threads.clone(),
+                    });
+                }
+            }
+            _ => {
+                let sql = region_query(conn, sc, sf, window)?;
+                sets.push(SetStream {
+                    guid,
+                    feed: Feed::Local(p.query_stream(&sql, raw_region)?.peekable()),
+                    string_sql,
+                    strings: crate::perfetto::FastMap::default(),
+                    threads,
+                });
+            }
+        }
+    }
+    Ok(Regions { p, sets })
+}
+
+impl Regions<'_> {
+    fn string(p: &Profile, set: &mut SetStream<'_>, id: i64) -> Result<Arc<str>> {
+        if let Some(s) = set.strings.get(&id) {
+            return Ok(s.clone());
+        }
+        if set.strings.len() >= STRING_CACHE {
+            set.strings.clear();
+        }
+        let v: Option<String> = p
+            .connection()
+            .prepare_cached(&set.string_sql)
+            .and_then(|mut st| st.query_row([id], |r| r.get(0)))
+            .map_err(qerr(&set.string_sql))?;
+        let a: Arc<str> = Arc::from(v.unwrap_or_default().as_str());
+        set.strings.insert(id, a.clone());
+        Ok(a)
+    }
+}
+
+impl Iterator for Regions<'_> {
+    type Item = Result<RegionRow>;
+    fn next(&mut self) -> Option<Result<RegionRow>> {
+        let mut best: Option<(usize, i64, i64)> = None;
+        for (k, s) in self.sets.iter_mut().enumerate() {
+            if let Some((start, end)) = s.feed.peek() {
+                if best.is_none_or(|(_, bs, be)| (start, -end) < (bs, -be)) {
+                    best = Some((k, start, end));
+                }
+            }
+        }
+        let (k, _, _) = best?;
+        let set = &mut self.sets[k];
+        let raw = match set.feed.take()? {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e.into())),
+        };
+        let p = self.p;
+        let name = match Regions::string(p, set, raw.name_id) {
+            Ok(n) => n,
+            Err(e) => return Some(Err(e)),
+        };
+        let category = match raw
+            .category_id
+            .map(|c| Regions::string(p, set, c))
+            .transpose()
+        {
+            Ok(c) => c,
+            Err(e) => return Some(Err(e)),
+        };
+        let (pid, tid) = set.threads.get(&raw.tid).copied().unwrap_or((0, raw.tid));
+        let args = match raw.args {
+            Some(j) => {
+                serde_json::from_str::<Vec<(Option<String>, Option<String>, Option<String>)>>(&j)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(n, t, v)| {
+                        (
+                            n.unwrap_or_default(),
+                            t.unwrap_or_default(),
+                            v.unwrap_or_default(),
+                        )
+                    })
+                    .collect()
+            }
+            None => Vec::new(),
+        };
+        Some(Ok(RegionRow {
+            guid: set.guid.clone(),
+            pid,
+            tid,
+            name,
+            category,
+            start: raw.start,
+            end: raw.end,
+            corr_id: raw.corr_id,
+            args,
+        }))
+    }
+}
+
+/// Streams samples ordered by time without resolving their stacks
+/// (`frames` stays empty; resolve a stack with
+/// [`Profile::resolve_stack`] when it is first needed).
+pub fn samples_unresolved(p: &Profile) -> Result<RowStream<'_, strobe_db::SampleRecord>> {
+    Ok(p.query_stream(
+        "SELECT guid, pid, tid, timestamp, name, stack_id FROM samples ORDER BY timestamp, guid, tid",
+        |r| {
+            Ok(strobe_db::SampleRecord {
+                guid: r.get(0)?,
+                pid: r.get(1)?,
+                tid: r.get(2)?,
+                timestamp: r.get(3)?,
+                track: r.get(4)?,
+                stack_id: r.get(5)?,
+                frames: Vec::new(),
+            })
+        },
+    )?)
+}
+
+/// Streams counter samples ordered by time.
+pub fn counters(p: &Profile) -> Result<RowStream<'_, strobe_db::CounterRecord>> {
+    Ok(p.counters()?)
+}
+
+/// Per-process shift (ns) that puts every process on one time base.
+///
+/// Timestamps are `CLOCK_MONOTONIC` of the node that recorded them.
+/// Processes of one node share that clock and are never shifted. For a
+/// profile spanning several nodes, each node's monotonic clock is mapped to
+/// the realtime clock through its processes' start time, which the process
+/// uuid records in Unix milliseconds (UUIDv7 time field) next to the
+/// monotonic `start` column; nodes are then shifted onto the first node's
+/// monotonic time base. The alignment is as good as the uuid's millisecond
+/// resolution and the nodes' NTP synchronisation.
+pub fn clock_shifts(procs: &[ProcessRow]) -> HashMap<String, i64> {
+    let mut out = HashMap::new();
+    let machines: std::collections::HashSet<&str> =
+        procs.iter().map(|p| p.machine_id.as_str()).collect();
+    if machines.len() <= 1 {
+        for p in procs {
+            out.insert(p.guid.clone(), 0);
+        }
+        return out;
+    }
+    // realtime - monotonic, per node (from its first process with a start).
+    let mut node_offset: HashMap<&str, i64> = HashMap::new();
+    for p in procs {
+        if let (Some(start), Some(ms)) = (p.start, uuid_unix_ms(&p.guid)) {
+            node_offset
+                .entry(p.machine_id.as_str())
+                .or_insert(ms as i64 * 1_000_000 - start);
+        }
+    }
+    let reference = procs
+        .first()
+        .and_then(|p| node_offset.get(p.machine_id.as_str()).copied());
+    for p in procs {
+        let shift = match (reference, node_offset.get(p.machine_id.as_str())) {
+            (Some(r), Some(o)) => o - r,
+            _ => 0,
+        };
+        out.insert(p.guid.clone(), shift);
+    }
+    out
+}
+
+/// The Unix-millisecond time field of a UUIDv7 guid (first 48 bits).
+fn uuid_unix_ms(guid: &str) -> Option<u64> {
+    let hex: String = guid.chars().filter(|c| *c != '-').take(12).collect();
+    if hex.len() != 12 {
+        return None;
+    }
+    u64::from_str_radix(&hex, 16).ok()
+}
+
+/// The name shown for a frame: its function, or `module+0xoffset` before
+/// symbolization (the same rule as `strobe summary`).
+pub fn frame_name(f: &strobe_db::ResolvedFrame) -> String {
+    f.display_name()
+}
