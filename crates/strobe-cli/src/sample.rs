@@ -36,9 +36,19 @@ pub struct SampleArgs {
     #[arg(long)]
     lines: bool,
 
-    /// Leave frames unnamed (module+offset); `strobe` can be run later.
+    /// Leave frames unnamed (module+offset).
     #[arg(long)]
     no_symbols: bool,
+
+    /// Also write folded stacks and an SVG flamegraph of the run into the
+    /// output directory (`strobe convert -f folded,svg`).
+    #[arg(long)]
+    flamegraph: bool,
+
+    /// Also convert the run to these formats (pftrace, json, folded, svg,
+    /// pprof, firefox, csv; comma-separated) into the output directory.
+    #[arg(long = "format", value_delimiter = ',', value_name = "FORMAT")]
+    formats: Vec<String>,
 
     #[command(flatten)]
     flags: SettingFlags,
@@ -54,6 +64,8 @@ pub struct Session {
     pub exit_code: i32,
     /// Every database written by the program's processes.
     pub databases: Vec<PathBuf>,
+    /// Where they were written.
+    pub output_dir: PathBuf,
 }
 
 /// Runs `strobe sample`; returns strobe's exit code.
@@ -77,6 +89,35 @@ pub fn run_sample(args: &SampleArgs, config: Option<&Path>) -> Result<i32> {
     }
     for db in &databases {
         eprintln!("strobe: wrote {}", db.display());
+    }
+    let mut formats = args.formats.clone();
+    if args.flamegraph {
+        formats.extend(["folded".to_string(), "svg".to_string()]);
+    }
+    if !formats.is_empty() && !databases.is_empty() {
+        let name = Path::new(&args.command[0]).file_name().map_or_else(
+            || "profile".to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let convert = crate::convert::ConvertArgs {
+            inputs: databases.iter().map(|p| p.display().to_string()).collect(),
+            formats,
+            output: Some(name),
+            dir: session.output_dir.clone(),
+            start: None,
+            end: None,
+            start_marker: None,
+            end_marker: None,
+            per_thread: false,
+            per_process: false,
+            diff: None,
+        };
+        if let Err(e) = crate::convert::run(convert) {
+            eprintln!("strobe: error: converting the run: {e:#}");
+            if session.exit_code == 0 {
+                return Ok(1);
+            }
+        }
     }
     Ok(session.exit_code)
 }
@@ -146,6 +187,7 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
     Ok(Session {
         exit_code,
         databases,
+        output_dir,
     })
 }
 

@@ -549,3 +549,56 @@ fn the_installed_layout_finds_its_runtime() {
         stderr(&o)
     );
 }
+
+#[test]
+fn flamegraph_and_formats_right_after_the_run() {
+    let bin = built();
+    let out = tempfile::tempdir().unwrap();
+    let o = strobe(
+        &[
+            "sample",
+            "-q",
+            "--flamegraph",
+            "--format",
+            "pftrace,pprof",
+            "--output-dir",
+            out.path().to_str().unwrap(),
+            "--",
+            bin.join("hotspots").to_str().unwrap(),
+            "0.7",
+            "0.5",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let svg = std::fs::read_to_string(out.path().join("hotspots.svg")).unwrap();
+    assert!(
+        svg.contains("hot_a") && svg.contains("split_work"),
+        "the flamegraph names the hot functions"
+    );
+    let folded = std::fs::read_to_string(out.path().join("hotspots.folded")).unwrap();
+    assert!(
+        folded.lines().any(|l| l.contains(";split_work;hot_a ")),
+        "{folded}"
+    );
+    for f in ["hotspots.pftrace", "hotspots.pb.gz"] {
+        assert!(
+            std::fs::metadata(out.path().join(f)).unwrap().len() > 100,
+            "{f}"
+        );
+    }
+    let o = strobe(
+        &[
+            "sample",
+            "-q",
+            "--format",
+            "nonsense",
+            "--output-dir",
+            out.path().to_str().unwrap(),
+            "--",
+            "true",
+        ],
+        &[],
+    );
+    assert_ne!(o.status.code(), Some(0), "an unknown format is an error");
+}
