@@ -6,6 +6,7 @@ mod clocks;
 mod db;
 mod export;
 mod overhead;
+mod sampling;
 mod tracing;
 
 use clap::{Parser, Subcommand};
@@ -29,6 +30,8 @@ enum Command {
     Export(export::ExportArgs),
     /// What profiling costs a CPU-bound program: strobe and perf side by side.
     Overhead(overhead::OverheadArgs),
+    /// Quality of `strobe sample`: accuracy, unwinding, depth, fixed cost, size.
+    Sampling(sampling::SamplingArgs),
     /// The seed 004 tracing-framework harness (strobe-trace).
     Tracing(tracing::TracingArgs),
 }
@@ -41,6 +44,7 @@ fn main() -> anyhow::Result<()> {
         Command::Overhead(args) => overhead::run(&args),
         Command::Db(args) => db::run(args),
         Command::Export(args) => export::run(args),
+        Command::Sampling(args) => sampling::run(&args),
         Command::Tracing(args) => tracing::run(args),
     }
 }

@@ -165,7 +165,7 @@ fn mixed_kinds_and_variable_length_records_through_global_emit() {
     let (f, t) = (frames_seen.clone(), texts.clone());
     let b = Buffer::create(
         &ctx,
-        BufferOptions::new(8192, 8192, Policy::Lossless),
+        BufferOptions::new(128 * 1024, 128 * 1024, Policy::Lossless),
         move |d| {
             for r in d.records {
                 match r.kind() {
