@@ -143,6 +143,10 @@ fn report(args: &SampleArgs, databases: &[PathBuf]) {
 
 fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
     let settings = load_settings(config, &args.flags)?;
+    // Refuse an unknown export format before anything runs.
+    for format in &args.formats {
+        format.parse::<strobe_export::Format>()?;
+    }
     let runtime = runtime_lib::locate(settings.path(Key::Runtime))?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let output_dir = cwd.join(settings.path(Key::OutputDir).unwrap_or(Path::new(".")));
