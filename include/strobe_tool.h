@@ -108,7 +108,9 @@ typedef struct {
     uint32_t tid, cpu;
     uint32_t frame_count;  /* uint64_t frames[frame_count] follow, innermost first */
     uint32_t flags;        /* bit 0 truncated, bit 1 unwinder stopped early */
-} strobe_sample_record_t; /* 24 bytes + frames */
+    uint64_t cpu_time_ns;  /* the thread's CPU time when sampled (0 = unknown) */
+    uint64_t peak_rss_kb;  /* the process's peak resident set size (0 = unknown) */
+} strobe_sample_record_t; /* 40 bytes + frames */
 
 typedef struct {
     uint64_t enter_ns, exit_ns, duration_ns;

@@ -1,6 +1,7 @@
 //! `strobe-bench`: benchmark harnesses. Each subcommand lives in its own
 //! module, prints its figures and never asserts a timing.
 
+mod api;
 mod buffer;
 mod clocks;
 mod db;
@@ -20,6 +21,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Cost of a user-API region, without strobe or under `strobe sample`.
+    Api(api::ApiArgs),
     /// Throughput of the buffered record service (strobe-buffer).
     Buffer(buffer::BufferArgs),
     /// Cost and resolution of every timestamp source.
@@ -39,6 +42,7 @@ enum Command {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Api(args) => api::run(&args),
         Command::Buffer(args) => buffer::run(args),
         Command::Clocks(args) => clocks::run(&args),
         Command::Overhead(args) => overhead::run(&args),

@@ -78,7 +78,7 @@ pub fn run(args: &SamplingArgs) -> Result<()> {
     let bin = |n: &str| dir.path().join(n).display().to_string();
 
     // Accuracy and completeness: two threads, 70/30 split.
-    let out = dir.path().join("acc");
+    let out = dir.path().join("out-accuracy");
     let (o, _) = run_strobe(
         &strobe,
         &out,
@@ -126,7 +126,7 @@ pub fn run(args: &SamplingArgs) -> Result<()> {
     println!("size: {bytes} bytes for {} samples = {:.1} bytes per sample (whole file, symbols included)", all.len(), bytes as f64 / all.len() as f64);
 
     // Depth.
-    let out = dir.path().join("deep");
+    let out = dir.path().join("out-deep");
     run_strobe(
         &strobe,
         &out,
@@ -162,7 +162,7 @@ pub fn run(args: &SamplingArgs) -> Result<()> {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let out = dir.path().join("fixed").display().to_string();
+    let out = dir.path().join("out-fixed").display().to_string();
     let s = strobe.display().to_string();
     for seconds in ["0", "2"] {
         let bare = median(

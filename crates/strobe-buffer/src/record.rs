@@ -168,6 +168,10 @@ pub struct SampleRecord {
     /// Bit 0: the stack was truncated at [`MAX_SAMPLE_FRAMES`]; bit 1: the
     /// unwinder stopped early.
     pub flags: u32,
+    /// The thread's CPU time when sampled, nanoseconds (0 = unknown).
+    pub cpu_time_ns: u64,
+    /// The process's peak resident set size, KiB (0 = unknown).
+    pub peak_rss_kb: u64,
 }
 
 /// A wrapped library call: enter and exit with duration.
@@ -323,7 +327,7 @@ mod tests {
     fn layouts_match_the_c_header() {
         assert_eq!(size_of::<RecordHeader>(), 24);
         assert_eq!(size_of::<RegionRecord>(), 40);
-        assert_eq!(size_of::<SampleRecord>(), 24);
+        assert_eq!(size_of::<SampleRecord>(), 40);
         assert_eq!(size_of::<LibraryCallRecord>(), 48);
         assert_eq!(size_of::<MemoryRecord>(), 40);
         assert_eq!(size_of::<CounterRecord>(), 32);

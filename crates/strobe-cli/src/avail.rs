@@ -21,6 +21,11 @@ pub struct AvailArgs {
     #[arg(long)]
     settings: bool,
 
+    /// List the measurement components: what each records, where it is
+    /// stored, and the settings that enable it.
+    #[arg(long)]
+    components: bool,
+
     /// Only this category of settings (general, output, sampling, tracing, buffer).
     #[arg(long, value_name = "C", value_parser = parse_category)]
     category: Option<Category>,
@@ -65,6 +70,12 @@ pub fn run(args: &AvailArgs, config: Option<&Path>) -> Result<()> {
     let settings = load_settings(config, &args.flags)?;
     if let Some(target) = &args.generate_config {
         return write_config(&settings, target, args.force);
+    }
+    if args.components {
+        print_components(args.json)?;
+        if !args.settings {
+            return Ok(());
+        }
     }
     let defs: Vec<&SettingDef> = SETTINGS
         .iter()
@@ -239,4 +250,33 @@ fn settings_markdown(defs: &[&SettingDef]) -> String {
         }
     }
     out
+}
+
+fn print_components(json: bool) -> Result<()> {
+    use crate::components::COMPONENTS;
+    if json {
+        let items: Vec<serde_json::Value> = COMPONENTS
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "name": c.name,
+                    "records": c.records,
+                    "stored_in": c.stored_in,
+                    "settings": c.settings,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&items)?);
+        return Ok(());
+    }
+    let mut table = Table::new();
+    table
+        .load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(["Component", "Records", "Stored in", "Settings"]);
+    for c in COMPONENTS {
+        table.add_row([c.name, c.records, c.stored_in, c.settings]);
+    }
+    println!("{table}");
+    Ok(())
 }

@@ -2,6 +2,7 @@
 //! subcommand lives in its own module and only parses, calls and prints.
 
 mod avail;
+mod components;
 mod convert;
 mod launch;
 mod merge;
@@ -19,7 +20,12 @@ use std::process::ExitCode;
 
 const EXAMPLES: &str = "\
 Examples:
+  strobe sample -- ./app args                    profile a program (see `strobe sample --help`)
+  strobe sample --flamegraph -- ./app            ... and write an SVG flamegraph
+  strobe summary -i strobe-output                the tables again, for every process
+  strobe convert -i strobe-output -f pftrace     a Perfetto trace of the run
   strobe avail                                   every setting, its value and where it came from
+  strobe avail --components                      what strobe can measure
   strobe avail --settings --category sampling    only the sampling settings
   strobe avail --json                            the same as JSON
   strobe avail --generate-config strobe.toml     write a commented config file

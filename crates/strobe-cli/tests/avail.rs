@@ -238,3 +238,28 @@ fn docs_settings_md_is_the_generated_reference() {
         "docs/settings.md is out of date: regenerate it with `cargo run -p strobe-cli -- avail --markdown > docs/settings.md`"
     );
 }
+
+#[test]
+fn components_are_listed_with_what_they_record() {
+    let out = strobe(&["avail", "--components"], &[]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for name in [
+        "sampling.cputime",
+        "sampling.realtime",
+        "regions",
+        "xpti",
+        "threads",
+        "modules",
+        "process",
+        "tools",
+    ] {
+        assert!(text.contains(name), "{name} missing:\n{text}");
+    }
+    let doc = json(&["avail", "--components", "--json"], &[]);
+    assert_eq!(doc.as_array().unwrap().len(), 8);
+    assert!(doc[0]["stored_in"]
+        .as_str()
+        .unwrap()
+        .contains("rocpd_sample"));
+}

@@ -163,6 +163,23 @@ fn shares_per_thread_match_cpu_time_and_stacks_reach_main_or_the_thread_start() 
     for s in all.iter().filter(|s| names(s)[0] == "hot_a").take(20) {
         assert_eq!(names(s)[1], "split_work", "{:?}", names(s));
     }
+    // The samples' metrics become counter series: per-thread CPU time
+    // (growing, about 2 s per thread) and the process's peak RSS.
+    let p = Profile::open(&[dbs[0].display().to_string()]).unwrap();
+    let counters: Vec<_> = p.counters().unwrap().map(|c| c.unwrap()).collect();
+    let cpu: Vec<_> = counters
+        .iter()
+        .filter(|c| c.name == "thread_cpu_time")
+        .collect();
+    assert!(cpu.len() >= 20, "{} CPU-time points", cpu.len());
+    let max_cpu = cpu.iter().map(|c| c.value).fold(0.0, f64::max);
+    assert!(
+        max_cpu > 1.5e9 && max_cpu < 3.0e9,
+        "thread CPU time reaches about 2 s: {max_cpu}"
+    );
+    assert!(counters
+        .iter()
+        .any(|c| c.name == "peak_rss" && c.value > 1000.0));
 }
 
 #[test]

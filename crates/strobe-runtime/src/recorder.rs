@@ -27,8 +27,8 @@ use strobe_core::clock::now_ns;
 use strobe_core::output_path::{expand_template, ProcessIdentity};
 use strobe_core::settings::{Key, Settings};
 use strobe_db::{
-    Arg, ModuleId, ModuleInfo as DbModule, ProcessInfo, Region, StackFrame, StringId, ThreadInfo,
-    ThreadRef, TrackId, Writer, WriterOptions,
+    Arg, CounterId, CounterInfo, ModuleId, ModuleInfo as DbModule, ProcessInfo, Region, StackFrame,
+    StringId, ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions,
 };
 use strobe_sampler::{ModuleInfo, Sample, SampleSink, SamplerStats, TimerClock};
 use strobe_trace::types::trace_point;
@@ -258,6 +258,8 @@ impl SampleSink for Recorder {
             cpu: u32::MAX,
             frame_count: sample.frames.len() as u32,
             flags: if sample.complete { 0 } else { 2 },
+            cpu_time_ns: sample.cpu_time_ns,
+            peak_rss_kb: sample.peak_rss_kb,
         };
         let op = match sample.clock {
             TimerClock::ThreadCpu => 0,
@@ -283,8 +285,17 @@ struct WriterState {
     names: HashMap<u64, StringId>,
     categories: HashMap<&'static str, StringId>,
     frames: Vec<StackFrame>,
+    /// Counters written from the samples' metrics.
+    rss_counter: Option<CounterId>,
+    cpu_counter: Option<CounterId>,
+    last_rss_kb: u64,
+    /// Last thread CPU-time counter sample per thread (timestamp).
+    last_cpu_write: HashMap<u32, u64>,
     error: Option<String>,
 }
+
+/// Thread CPU time is written at most this often per thread.
+const CPU_COUNTER_INTERVAL_NS: u64 = 100_000_000;
 
 impl WriterState {
     fn new(writer: Writer) -> WriterState {
@@ -300,6 +311,10 @@ impl WriterState {
             names: HashMap::new(),
             categories: HashMap::new(),
             frames: Vec::new(),
+            rss_counter: None,
+            cpu_counter: None,
+            last_rss_kb: 0,
+            last_cpu_write: HashMap::new(),
             error: None,
         }
     }
@@ -472,7 +487,62 @@ impl WriterState {
             .append_sample(track, head.timestamp_ns, &frames)
             .map(|_| ());
         self.frames = frames;
-        result
+        result?;
+        self.sample_metrics(head, track)
+    }
+
+    /// Peak RSS (when it grows) and the thread's CPU time (at most every
+    /// 100 ms per thread) as counter series.
+    fn sample_metrics(
+        &mut self,
+        head: &SampleRecord,
+        track: TrackId,
+    ) -> Result<(), strobe_db::DbError> {
+        let writer = self.writer.as_mut().expect("writer open");
+        if head.peak_rss_kb > self.last_rss_kb {
+            self.last_rss_kb = head.peak_rss_kb;
+            let counter = match self.rss_counter {
+                Some(c) => c,
+                None => *self.rss_counter.insert(writer.add_counter(&CounterInfo {
+                    name: "peak_rss",
+                    description: Some(
+                        "peak resident set size of the process (getrusage ru_maxrss)",
+                    ),
+                    units: Some("KiB"),
+                    component: Some("rusage"),
+                    accumulating: false,
+                    expression: None,
+                })?),
+            };
+            writer.append_counter_sample(
+                counter,
+                None,
+                head.timestamp_ns,
+                head.peak_rss_kb as f64,
+            )?;
+        }
+        let last = self.last_cpu_write.entry(head.tid).or_insert(0);
+        if head.cpu_time_ns > 0 && head.timestamp_ns >= *last + CPU_COUNTER_INTERVAL_NS {
+            *last = head.timestamp_ns;
+            let counter = match self.cpu_counter {
+                Some(c) => c,
+                None => *self.cpu_counter.insert(writer.add_counter(&CounterInfo {
+                    name: "thread_cpu_time",
+                    description: Some("CPU time of the sampled thread (CLOCK_THREAD_CPUTIME_ID)"),
+                    units: Some("ns"),
+                    component: Some("sampler"),
+                    accumulating: true,
+                    expression: None,
+                })?),
+            };
+            writer.append_counter_sample(
+                counter,
+                Some(track),
+                head.timestamp_ns,
+                head.cpu_time_ns as f64,
+            )?;
+        }
+        Ok(())
     }
 
     fn name(&mut self, uid: u64) -> Result<StringId, strobe_db::DbError> {

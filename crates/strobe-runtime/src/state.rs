@@ -198,6 +198,14 @@ pub fn finalize(reason: &str) {
     let stats = rt.sampler.as_ref().map(Sampler::stop);
     stop_ticker(rt);
     drain_tracing(rt, &mut Vec::new());
+    if let Some(t) = &rt.tracing {
+        let dropped = t.recorder.dropped();
+        if dropped > 0 {
+            crate::log::emit(&format!(
+                "{dropped} region/marker records were dropped: a thread produced them faster than they were collected"
+            ));
+        }
+    }
     match rt.recorder.finish(stats) {
         Ok(summary) => log_at!(1, "{reason}: {summary}"),
         Err(e) => crate::log::emit(&format!("{reason}: could not finish the profile: {e}")),

@@ -1,0 +1,48 @@
+//! `strobe-bench api`: what a user-API region costs, with and without the
+//! runtime. Run it bare for the no-op cost and under `strobe sample` for the
+//! recorded cost: `strobe sample -q -- strobe-bench api`.
+
+use clap::Args;
+use std::hint::black_box;
+use std::time::Instant;
+
+/// Options of `strobe-bench api`.
+#[derive(Debug, Args)]
+pub struct ApiArgs {
+    /// Region push/pop pairs per measurement.
+    #[arg(long, default_value_t = 2_000_000)]
+    iterations: u64,
+}
+
+/// Runs the benchmark.
+pub fn run(args: &ApiArgs) -> anyhow::Result<()> {
+    let active = strobe::is_active();
+    let n = args.iterations;
+    let mut best = f64::INFINITY;
+    for _ in 0..5 {
+        let t0 = Instant::now();
+        for i in 0..n {
+            let _r = strobe::Region::new(c"bench-region");
+            black_box(i);
+        }
+        best = best.min(t0.elapsed().as_nanos() as f64 / n as f64);
+    }
+    let mut mark_best = f64::INFINITY;
+    for _ in 0..5 {
+        let t0 = Instant::now();
+        for i in 0..n {
+            strobe::mark(c"bench-mark");
+            black_box(i);
+        }
+        mark_best = mark_best.min(t0.elapsed().as_nanos() as f64 / n as f64);
+    }
+    println!(
+        "user API {}: region push+pop {best:.1} ns, mark {mark_best:.1} ns",
+        if active {
+            "with the strobe runtime"
+        } else {
+            "without strobe (no-op)"
+        }
+    );
+    Ok(())
+}
