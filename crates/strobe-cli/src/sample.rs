@@ -139,6 +139,40 @@ fn report(args: &SampleArgs, databases: &[PathBuf]) {
         Ok(()) => eprint!("{}", String::from_utf8_lossy(&text)),
         Err(e) => eprintln!("strobe: warning: cannot summarize the run: {e:#}"),
     }
+    let totals = sampler_totals(databases);
+    eprintln!(
+        "\nsamples: {} taken, {} lost (full rings or nested signals), {} timer expirations merged by the kernel, {} stacks cut short",
+        totals[0], totals[1], totals[2], totals[3]
+    );
+}
+
+/// The sampler's totals the runtime recorded in `strobe_settings`, summed
+/// over the databases: taken, lost, timer overruns, incomplete stacks.
+fn sampler_totals(databases: &[PathBuf]) -> [u64; 4] {
+    let names = [
+        "sampler.samples_taken",
+        "sampler.samples_lost",
+        "sampler.timer_overruns",
+        "sampler.incomplete_stacks",
+    ];
+    let mut totals = [0u64; 4];
+    for db in databases {
+        let Ok(p) = strobe_db::Profile::open(&[db.display().to_string()]) else {
+            continue;
+        };
+        for (i, name) in names.iter().enumerate() {
+            let value: Option<String> = p
+                .connection()
+                .query_row(
+                    "SELECT value FROM strobe_settings WHERE name = ?1",
+                    [name],
+                    |r| r.get(0),
+                )
+                .ok();
+            totals[i] += value.and_then(|v| v.parse().ok()).unwrap_or(0);
+        }
+    }
+    totals
 }
 
 fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {

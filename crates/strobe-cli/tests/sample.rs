@@ -37,6 +37,7 @@ fn built() -> PathBuf {
     cc(lib);
     for name in [
         "hotspots",
+        "early_thread",
         "fixedwork",
         "deep",
         "crash",
@@ -618,4 +619,33 @@ fn flamegraph_and_formats_right_after_the_run() {
         &[],
     );
     assert_ne!(o.status.code(), Some(0), "an unknown format is an error");
+}
+
+#[test]
+fn threads_started_before_main_are_sampled_too() {
+    let bin = built();
+    let out = tempfile::tempdir().unwrap();
+    let o = strobe(
+        &[
+            "sample",
+            "-q",
+            "--output-dir",
+            out.path().to_str().unwrap(),
+            "--",
+            bin.join("early_thread").to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let db = databases(out.path()).remove(0);
+    let pid: i64 = db.file_stem().unwrap().to_str().unwrap().parse().unwrap();
+    let all = samples(&db);
+    let early = all
+        .iter()
+        .filter(|s| s.tid != pid && names(s).iter().any(|n| n.starts_with("early_work")))
+        .count();
+    assert!(
+        early > 50,
+        "{early} samples of the thread a constructor started"
+    );
 }

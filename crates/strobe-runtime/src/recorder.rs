@@ -219,13 +219,32 @@ impl Recorder {
         let end = now_ns();
         state.close_open_regions(end);
         state.record_all_modules();
-        let Some(writer) = state.writer.take() else {
+        let Some(mut writer) = state.writer.take() else {
             return Err("the database was already closed".into());
         };
+        let buffer_stats = self.buffer.stats();
+        let lost = stats.map_or(0, |s| s.lost_ring_full + s.lost_reentrant);
+        for (name, value) in [
+            ("sampler.samples_taken", stats.map_or(0, |s| s.samples)),
+            ("sampler.samples_lost", lost),
+            (
+                "sampler.timer_overruns",
+                stats.map_or(0, |s| s.timer_overruns),
+            ),
+            (
+                "sampler.incomplete_stacks",
+                stats.map_or(0, |s| s.incomplete),
+            ),
+            ("buffer.records_dropped", buffer_stats.records_dropped),
+        ] {
+            // Totals of the run, next to finish()'s own totals.
+            if let Err(e) = writer.add_setting(name, &value.to_string()) {
+                state.fail(e);
+            }
+        }
         if let Some(e) = &state.error {
             log_at!(0, "some records could not be written: {e}");
         }
-        let buffer_stats = self.buffer.stats();
         let totals = writer.finish(end).map_err(|e| e.to_string())?;
         if totals.samples == 0 && totals.regions == 0 {
             // A process that recorded nothing (a shell forked just to exec,
@@ -242,7 +261,7 @@ impl Recorder {
             totals.samples,
             self.samples_seen.load(Ordering::Relaxed),
             totals.regions,
-            stats.map_or(0, |s| s.lost_ring_full + s.lost_reentrant),
+            lost,
             buffer_stats.records_dropped,
             self.path.display()
         ))
