@@ -73,6 +73,13 @@ fn strobe(args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.args(args).envs(env.iter().copied()).output().unwrap()
 }
 
+/// `strobe sample -q --output-dir <out> -- <program...>`.
+fn sample_in(out: &Path, program: &[&str]) -> Output {
+    let mut args = vec!["sample", "-q", "--output-dir", out.to_str().unwrap(), "--"];
+    args.extend_from_slice(program);
+    strobe(&args, &[])
+}
+
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -187,18 +194,9 @@ fn shares_per_thread_match_cpu_time_and_stacks_reach_main_or_the_thread_start() 
 fn a_recursion_200_deep_is_unwound_whole_with_default_settings() {
     let bin = built();
     let out = tempfile::tempdir().unwrap();
-    let o = strobe(
-        &[
-            "sample",
-            "-q",
-            "--output-dir",
-            out.path().to_str().unwrap(),
-            "--",
-            bin.join("deep").to_str().unwrap(),
-            "200",
-            "1",
-        ],
-        &[],
+    let o = sample_in(
+        out.path(),
+        &[bin.join("deep").to_str().unwrap(), "200", "1"],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let all = samples(&databases(out.path())[0]);
@@ -226,17 +224,7 @@ fn a_recursion_200_deep_is_unwound_whole_with_default_settings() {
 fn regions_markers_and_thread_names_from_the_user_api() {
     let bin = built();
     let out = tempfile::tempdir().unwrap();
-    let o = strobe(
-        &[
-            "sample",
-            "-q",
-            "--output-dir",
-            out.path().to_str().unwrap(),
-            "--",
-            bin.join("regions").to_str().unwrap(),
-        ],
-        &[],
-    );
+    let o = sample_in(out.path(), &[bin.join("regions").to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(String::from_utf8_lossy(&o.stdout), "api present\n");
     let without = Command::new(bin.join("regions")).output().unwrap();
@@ -272,18 +260,7 @@ fn regions_markers_and_thread_names_from_the_user_api() {
 fn a_crashing_program_still_dies_by_sigsegv_and_leaves_its_database() {
     let bin = built();
     let out = tempfile::tempdir().unwrap();
-    let o = strobe(
-        &[
-            "sample",
-            "-q",
-            "--output-dir",
-            out.path().to_str().unwrap(),
-            "--",
-            bin.join("crash").to_str().unwrap(),
-            "1",
-        ],
-        &[],
-    );
+    let o = sample_in(out.path(), &[bin.join("crash").to_str().unwrap(), "1"]);
     assert_eq!(o.status.code(), Some(128 + libc::SIGSEGV), "{}", stderr(&o));
     assert!(stderr(&o).contains("killed by SIGSEGV"), "{}", stderr(&o));
     let dbs = databases(out.path());
@@ -394,19 +371,7 @@ fn bad_input_starts_nothing() {
 #[test]
 fn the_programs_exit_code_becomes_strobes() {
     let out = tempfile::tempdir().unwrap();
-    let o = strobe(
-        &[
-            "sample",
-            "-q",
-            "--output-dir",
-            out.path().to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            "exit 7",
-        ],
-        &[],
-    );
+    let o = sample_in(out.path(), &["sh", "-c", "exit 7"]);
     assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
 }
 
@@ -475,19 +440,7 @@ fn python_shows_cpython_native_frames() {
         .output()
         .expect("python3 runs");
     let python = String::from_utf8(python.stdout).unwrap().trim().to_string();
-    let o = strobe(
-        &[
-            "sample",
-            "-q",
-            "--output-dir",
-            out.path().to_str().unwrap(),
-            "--",
-            &python,
-            "-c",
-            "import time\nt=time.time()\nx=0\nwhile time.time()-t<1.0:\n    x+=sum(i*i for i in range(1000))",
-        ],
-        &[],
-    );
+    let o = sample_in(out.path(), &[&python, "-c", "import time\nt=time.time()\nx=0\nwhile time.time()-t<1.0:\n    x+=sum(i*i for i in range(1000))"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let dbs = databases(out.path());
     let all: Vec<SampleRecord> = dbs.iter().flat_map(|d| samples(d)).collect();
@@ -625,17 +578,7 @@ fn flamegraph_and_formats_right_after_the_run() {
 fn threads_started_before_main_are_sampled_too() {
     let bin = built();
     let out = tempfile::tempdir().unwrap();
-    let o = strobe(
-        &[
-            "sample",
-            "-q",
-            "--output-dir",
-            out.path().to_str().unwrap(),
-            "--",
-            bin.join("early_thread").to_str().unwrap(),
-        ],
-        &[],
-    );
+    let o = sample_in(out.path(), &[bin.join("early_thread").to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let db = databases(out.path()).remove(0);
     let pid: i64 = db.file_stem().unwrap().to_str().unwrap().parse().unwrap();
