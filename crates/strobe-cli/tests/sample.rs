@@ -8,6 +8,13 @@ use std::process::{Command, Output};
 use std::sync::Mutex;
 use strobe_db::{Profile, SampleRecord};
 
+/// The tests here run real programs whose sample counts depend on getting
+/// CPU: they take turns rather than compete for the machine's cores.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn programs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs")
 }
@@ -110,6 +117,7 @@ fn names(s: &SampleRecord) -> Vec<String> {
 
 #[test]
 fn shares_per_thread_match_cpu_time_and_stacks_reach_main_or_the_thread_start() {
+    let _turn = one_at_a_time();
     let bin = built();
     let out = tempfile::tempdir().unwrap();
     let o = strobe(
@@ -192,6 +200,7 @@ fn shares_per_thread_match_cpu_time_and_stacks_reach_main_or_the_thread_start() 
 
 #[test]
 fn a_recursion_200_deep_is_unwound_whole_with_default_settings() {
+    let _turn = one_at_a_time();
     let bin = built();
     let out = tempfile::tempdir().unwrap();
     let o = sample_in(
@@ -222,6 +231,7 @@ fn a_recursion_200_deep_is_unwound_whole_with_default_settings() {
 
 #[test]
 fn regions_markers_and_thread_names_from_the_user_api() {
+    let _turn = one_at_a_time();
     let bin = built();
     let out = tempfile::tempdir().unwrap();
     let o = sample_in(out.path(), &[bin.join("regions").to_str().unwrap()]);
@@ -258,6 +268,7 @@ fn regions_markers_and_thread_names_from_the_user_api() {
 
 #[test]
 fn a_crashing_program_still_dies_by_sigsegv_and_leaves_its_database() {
+    let _turn = one_at_a_time();
     let bin = built();
     let out = tempfile::tempdir().unwrap();
     let o = sample_in(out.path(), &[bin.join("crash").to_str().unwrap(), "1"]);
@@ -276,6 +287,7 @@ fn a_crashing_program_still_dies_by_sigsegv_and_leaves_its_database() {
 
 #[test]
 fn a_program_killed_with_sigkill_keeps_everything_but_the_last_flush_interval() {
+    let _turn = one_at_a_time();
     let bin = built();
     let out = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_strobe"))
@@ -319,6 +331,7 @@ fn a_program_killed_with_sigkill_keeps_everything_but_the_last_flush_interval() 
 
 #[test]
 fn bad_input_starts_nothing() {
+    let _turn = one_at_a_time();
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("never");
     let d = dir.to_str().unwrap();
@@ -370,6 +383,7 @@ fn bad_input_starts_nothing() {
 
 #[test]
 fn the_programs_exit_code_becomes_strobes() {
+    let _turn = one_at_a_time();
     let out = tempfile::tempdir().unwrap();
     let o = sample_in(out.path(), &["sh", "-c", "exit 7"]);
     assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
@@ -377,6 +391,7 @@ fn the_programs_exit_code_becomes_strobes() {
 
 #[test]
 fn stress_fifty_runs_threads_fork_exec_dlopen_malloc() {
+    let _turn = one_at_a_time();
     let bin = built();
     for run in 0..50 {
         let out = tempfile::tempdir().unwrap();
@@ -433,6 +448,7 @@ fn stress_fifty_runs_threads_fork_exec_dlopen_malloc() {
 
 #[test]
 fn python_shows_cpython_native_frames() {
+    let _turn = one_at_a_time();
     let out = tempfile::tempdir().unwrap();
     // The interpreter itself, not a wrapper script around it.
     let python = Command::new("python3")
@@ -462,6 +478,7 @@ fn python_shows_cpython_native_frames() {
 
 #[test]
 fn the_installed_layout_finds_its_runtime() {
+    let _turn = one_at_a_time();
     let bin = built();
     let prefix = tempfile::tempdir().unwrap();
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_strobe"));
@@ -523,6 +540,7 @@ fn the_installed_layout_finds_its_runtime() {
 
 #[test]
 fn flamegraph_and_formats_right_after_the_run() {
+    let _turn = one_at_a_time();
     let bin = built();
     let out = tempfile::tempdir().unwrap();
     let o = strobe(
@@ -576,6 +594,7 @@ fn flamegraph_and_formats_right_after_the_run() {
 
 #[test]
 fn threads_started_before_main_are_sampled_too() {
+    let _turn = one_at_a_time();
     let bin = built();
     let out = tempfile::tempdir().unwrap();
     let o = sample_in(out.path(), &[bin.join("early_thread").to_str().unwrap()]);
