@@ -462,6 +462,16 @@ impl Writer {
                 .at(&path)?;
             st.execute(params!["strobe_version", env!("CARGO_PKG_VERSION")])
                 .at(&path)?;
+            // The clocks read together, so that converters can align this
+            // process's monotonic timestamps with other processes and nodes.
+            let clocks = strobe_core::clock::ClockSnapshot::take();
+            for (name, ns) in [
+                ("clock.monotonic_ns", clocks.monotonic_ns),
+                ("clock.realtime_ns", clocks.realtime_ns),
+                ("clock.boottime_ns", clocks.boottime_ns),
+            ] {
+                st.execute(params![name, ns.to_string()]).at(&path)?;
+            }
             for (k, v) in &opts.settings {
                 st.execute(params![k, v]).at(&path)?;
             }

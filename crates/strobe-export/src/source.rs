@@ -33,6 +33,9 @@ pub struct ProcessRow {
     pub hostname: String,
     /// Process start (ns, `CLOCK_MONOTONIC` of its node).
     pub start: Option<i64>,
+    /// `CLOCK_REALTIME − CLOCK_MONOTONIC` of its node in ns, from the clock
+    /// snapshot the writer recorded (`strobe_settings` `clock.*`), if any.
+    pub realtime_minus_monotonic: Option<i64>,
     /// Process end (ns), NULL for a killed writer.
     pub end: Option<i64>,
 }
@@ -104,7 +107,11 @@ impl RegionRow {
 /// Loads every process (a small table).
 pub fn processes(p: &Profile) -> Result<Vec<ProcessRow>> {
     let rows = p.query_stream(
-        "SELECT guid, pid, ppid, command, machine_id, hostname, start, \"end\" FROM processes ORDER BY start, guid",
+        "SELECT guid, pid, ppid, command, machine_id, hostname, start, \"end\", \
+           (SELECT CAST(r.value AS INTEGER) - CAST(m.value AS INTEGER) FROM strobe_settings r, strobe_settings m \
+             WHERE r.guid = processes.guid AND m.guid = processes.guid \
+               AND r.name = 'clock.realtime_ns' AND m.name = 'clock.monotonic_ns') \
+         FROM processes ORDER BY start, guid",
         |r| {
             Ok(ProcessRow {
                 guid: r.get(0)?,
@@ -115,6 +122,7 @@ pub fn processes(p: &Profile) -> Result<Vec<ProcessRow>> {
                 hostname: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
                 start: r.get(6)?,
                 end: r.get(7)?,
+                realtime_minus_monotonic: r.get(8)?,
             })
         },
     )?;
@@ -678,8 +686,15 @@ pub fn clock_shifts(procs: &[ProcessRow]) -> HashMap<String, i64> {
         }
         return out;
     }
-    // realtime - monotonic, per node (from its first process with a start).
+    // realtime - monotonic, per node: from a recorded clock snapshot when
+    // one exists (nanoseconds), else from the process start and the uuid's
+    // millisecond time field.
     let mut node_offset: HashMap<&str, i64> = HashMap::new();
+    for p in procs {
+        if let Some(offset) = p.realtime_minus_monotonic {
+            node_offset.insert(p.machine_id.as_str(), offset);
+        }
+    }
     for p in procs {
         if let (Some(start), Some(ms)) = (p.start, uuid_unix_ms(&p.guid)) {
             node_offset
@@ -713,4 +728,53 @@ fn uuid_unix_ms(guid: &str) -> Option<u64> {
 /// symbolization (the same rule as `strobe summary`).
 pub fn frame_name(f: &strobe_db::ResolvedFrame) -> String {
     f.display_name()
+}
+
+#[cfg(test)]
+mod clock_tests {
+    use super::*;
+
+    fn proc_on(machine: &str, guid: &str, offset: Option<i64>) -> ProcessRow {
+        ProcessRow {
+            guid: guid.into(),
+            pid: 1,
+            ppid: 0,
+            command: String::new(),
+            machine_id: machine.into(),
+            hostname: machine.into(),
+            start: Some(1_000),
+            realtime_minus_monotonic: offset,
+            end: None,
+        }
+    }
+
+    #[test]
+    fn recorded_clock_snapshots_align_nodes_to_the_nanosecond() {
+        // Node b's monotonic clock started 5.000000123 s before node a's.
+        let procs = [
+            proc_on(
+                "a",
+                "0190a000-0000-7000-8000-000000000001",
+                Some(1_700_000_000_000_000_000),
+            ),
+            proc_on(
+                "b",
+                "0190a000-0000-7000-8000-000000000002",
+                Some(1_700_000_005_000_000_123),
+            ),
+        ];
+        let shifts = clock_shifts(&procs);
+        assert_eq!(shifts[&procs[0].guid], 0);
+        assert_eq!(shifts[&procs[1].guid], 5_000_000_123);
+    }
+
+    #[test]
+    fn without_snapshots_the_uuid_milliseconds_are_used() {
+        let mut a = proc_on("a", "00000000-03e8-7000-8000-000000000001", None); // 1000 ms
+        let mut b = proc_on("b", "00000000-07d0-7000-8000-000000000002", None); // 2000 ms
+        a.start = Some(0);
+        b.start = Some(0);
+        let shifts = clock_shifts(&[a.clone(), b.clone()]);
+        assert_eq!(shifts[&b.guid] - shifts[&a.guid], 1_000_000_000);
+    }
 }
