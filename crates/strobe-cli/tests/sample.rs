@@ -203,12 +203,39 @@ fn a_recursion_200_deep_is_unwound_whole_with_default_settings() {
     let _turn = one_at_a_time();
     let bin = built();
     let out = tempfile::tempdir().unwrap();
-    let o = sample_in(
-        out.path(),
-        &[bin.join("deep").to_str().unwrap(), "200", "1"],
+    let o = strobe(
+        &[
+            "sample",
+            "-q",
+            "--lines",
+            "--output-dir",
+            out.path().to_str().unwrap(),
+            "--",
+            bin.join("deep").to_str().unwrap(),
+            "200",
+            "1",
+        ],
+        &[],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let all = samples(&databases(out.path())[0]);
+    // --lines: source positions from the program's DWARF (built with -g).
+    let descend = all[0]
+        .frames
+        .iter()
+        .find(|f| f.function.as_deref() == Some("descend"))
+        .expect("a descend frame");
+    assert!(
+        descend
+            .file
+            .as_deref()
+            .is_some_and(|f| f.ends_with("deep.c")),
+        "{descend:?}"
+    );
+    assert!(
+        descend.line.is_some_and(|l| (20..=35).contains(&l)),
+        "{descend:?}"
+    );
     let in_bottom: Vec<_> = all.iter().filter(|s| names(s)[0] == "bottom").collect();
     assert!(
         in_bottom.len() > 100,
