@@ -124,6 +124,28 @@ pub fn run(args: &SamplingArgs) -> Result<()> {
     );
     let bytes = std::fs::metadata(&db)?.len();
     println!("size: {bytes} bytes for {} samples = {:.1} bytes per sample (whole file, symbols included)", all.len(), bytes as f64 / all.len() as f64);
+    // The same program for a quarter of the time: the difference is what a
+    // sample costs beyond the fixed schema.
+    let short_out = dir.path().join("out-short");
+    run_strobe(
+        &strobe,
+        &short_out,
+        &["-q"],
+        &[
+            bin("hotspots"),
+            "0.7".into(),
+            (args.seconds / 4.0).to_string(),
+            "1".into(),
+        ],
+    )?;
+    let short_db = databases(&short_out).pop().context("no database")?;
+    let short_n = samples(&short_db)?.len();
+    let short_bytes = std::fs::metadata(&short_db)?.len();
+    println!(
+        "size: {:.1} bytes per additional sample ({short_n} samples: {short_bytes} bytes; {} samples: {bytes} bytes)",
+        (bytes as f64 - short_bytes as f64) / (all.len() as f64 - short_n as f64),
+        all.len()
+    );
 
     // Depth.
     let out = dir.path().join("out-deep");

@@ -358,6 +358,10 @@ pub struct Writer {
     rows_in_tx: usize,
     last_commit: Instant,
     sample_category: Option<i64>,
+    /// The event row shared by every sample with the same call stack
+    /// (samples carry no per-sample event data): call site → event id.
+    /// Grows with the distinct stacks, like the call-site cache.
+    sample_events: std::collections::HashMap<i64, i64>,
     totals: WriterTotals,
     finished: bool,
     /// Boxed so its address never changes while `stmts` borrow it.
@@ -497,6 +501,7 @@ impl Writer {
             rows_in_tx: 0,
             last_commit: Instant::now(),
             sample_category: None,
+            sample_events: std::collections::HashMap::new(),
             totals: WriterTotals::default(),
             finished: false,
         })
@@ -813,7 +818,15 @@ impl Writer {
             }
         };
         let stack = self.intern_stack(frames)?;
-        let ev = self.append_event(Some(StringId(cat)), stack, None, &[])?;
+        let key = stack.map_or(0, |c| c.0);
+        let ev = match self.sample_events.get(&key) {
+            Some(&id) => EventId(id),
+            None => {
+                let ev = self.append_event(Some(StringId(cat)), stack, None, &[])?;
+                self.sample_events.insert(key, ev.0);
+                ev
+            }
+        };
         self.begin_row()?;
         {
             let st = &mut self.stmts.sample;

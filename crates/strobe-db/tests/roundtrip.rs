@@ -146,7 +146,9 @@ fn memory_structure_is_bounded_by_distinct_values_and_batch() {
     assert!(sizes[3].2 <= 64, "call sites: {:?}", sizes[3]);
     // Uncommitted rows never exceed one batch.
     assert!(max_pending < 500, "pending {max_pending}");
-    assert!(w.totals().commits >= 80);
+    // 20 000 sample rows (samples of a known stack share their event row)
+    // in batches of at most 500 rows.
+    assert!(w.totals().commits >= 40);
     let totals = w.finish(100_000).unwrap();
     assert_eq!(totals.samples, 20_000);
     let p = Profile::open(&[path.to_str().unwrap()]).unwrap();
