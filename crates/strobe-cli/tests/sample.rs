@@ -45,6 +45,8 @@ fn built() -> PathBuf {
     for name in [
         "hotspots",
         "early_thread",
+        "own_timer",
+        "vfork_exec",
         "fixedwork",
         "deep",
         "crash",
@@ -70,6 +72,18 @@ fn built() -> PathBuf {
     out
 }
 
+/// The runtime this test build made (cargo rebuilds `deps/` for the tests;
+/// a `libstrobe_runtime.so` next to `strobe` may be older).
+fn fresh_runtime() -> PathBuf {
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_strobe"));
+    let deps = exe.with_file_name("deps").join("libstrobe_runtime.so");
+    if deps.is_file() {
+        deps
+    } else {
+        exe.with_file_name("libstrobe_runtime.so")
+    }
+}
+
 fn strobe(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_strobe"));
     for (k, _) in std::env::vars_os() {
@@ -77,6 +91,7 @@ fn strobe(args: &[&str], env: &[(&str, &str)]) -> Output {
             cmd.env_remove(k);
         }
     }
+    cmd.env("STROBE_RUNTIME", fresh_runtime());
     cmd.args(args).envs(env.iter().copied()).output().unwrap()
 }
 
@@ -512,7 +527,7 @@ fn the_installed_layout_finds_its_runtime() {
     let from = prefix.path().join("from");
     std::fs::create_dir_all(&from).unwrap();
     std::fs::copy(&exe, from.join("strobe")).unwrap();
-    let runtime = ["libstrobe_runtime.so", "deps/libstrobe_runtime.so"]
+    let runtime = ["deps/libstrobe_runtime.so", "libstrobe_runtime.so"]
         .iter()
         .map(|r| exe.with_file_name(r))
         .find(|p| p.is_file())
@@ -637,4 +652,49 @@ fn threads_started_before_main_are_sampled_too() {
         early > 50,
         "{early} samples of the thread a constructor started"
     );
+}
+
+#[test]
+fn a_programs_own_sigprof_timer_keeps_working_beside_strobes() {
+    let _turn = one_at_a_time();
+    let bin = built();
+    let out = tempfile::tempdir().unwrap();
+    let o = sample_in(out.path(), &[bin.join("own_timer").to_str().unwrap()]);
+    assert!(
+        o.status.success(),
+        "{} {}",
+        String::from_utf8_lossy(&o.stdout),
+        stderr(&o)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("own ticks "));
+    let all = samples(&databases(out.path())[0]);
+    assert!(all.len() > 100, "strobe sampled too: {} samples", all.len());
+}
+
+#[test]
+fn a_vfork_child_leaves_the_parents_profile_alone() {
+    let _turn = one_at_a_time();
+    let bin = built();
+    let out = tempfile::tempdir().unwrap();
+    let o = sample_in(out.path(), &[bin.join("vfork_exec").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let db = databases(out.path())
+        .into_iter()
+        .max_by_key(|db| samples(db).len())
+        .expect("the parent's database");
+    let n = samples(&db).len();
+    assert!(
+        n > 150,
+        "the parent's second of work after its vfork children: {n} samples"
+    );
+    let p = Profile::open(&[db.display().to_string()]).unwrap();
+    let taken: String = p
+        .connection()
+        .query_row(
+            "SELECT value FROM strobe_settings WHERE name = 'sampler.samples_taken'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("finished at the parent's own exit");
+    assert!(taken.parse::<u64>().unwrap() as usize >= n);
 }

@@ -38,7 +38,7 @@ fn load_bias(handle: *mut libc::c_void) -> Option<u64> {
 #[no_mangle]
 pub unsafe extern "C" fn dlclose(handle: *mut libc::c_void) -> libc::c_int {
     let real_dlclose = real!(REAL_DLCLOSE as fn(*mut libc::c_void) -> libc::c_int);
-    let closing = crate::state::current()
+    let closing = crate::state::owned()
         .and_then(|_| load_bias(handle))
         .and_then(|bias| {
             strobe_sampler::modules()
@@ -52,7 +52,9 @@ pub unsafe extern "C" fn dlclose(handle: *mut libc::c_void) -> libc::c_int {
     }
     // SAFETY: forwarding the caller's handle.
     let rc = unsafe { real_dlclose(handle) };
-    if closing.is_some() {
+    // Rebuild after every dlclose, not only when the handle's own module was
+    // known: its dependencies may have been unmapped with it.
+    if crate::state::owned().is_some() {
         let _ = std::panic::catch_unwind(|| strobe_sampler::snapshot::rebuild(None));
     }
     rc

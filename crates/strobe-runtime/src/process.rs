@@ -8,6 +8,7 @@
 
 use crate::interpose::{real, RealFn};
 use crate::state::{current, finalize};
+
 use strobe_core::settings::Key;
 
 static REAL_FORK: RealFn = RealFn::new(c"fork");
@@ -50,6 +51,11 @@ fn after_fork_in_child(settings: Option<strobe_core::settings::Settings>) {
 /// Finishes the profile before the image is replaced, and restarts it if
 /// the exec failed.
 fn around_exec(exec: impl FnOnce() -> libc::c_int) -> libc::c_int {
+    // In a vfork child (subprocess launchers use it) the runtime is the
+    // parent's: touch nothing, just exec.
+    if crate::state::owned().is_none() {
+        return exec();
+    }
     let settings = current().map(|rt| rt.settings.clone());
     let _ = std::panic::catch_unwind(|| finalize("exec"));
     let rc = exec();
@@ -109,13 +115,23 @@ pub unsafe extern "C" fn execvpe(file: *const libc::c_char, argv: Argv, envp: Ar
     around_exec(|| unsafe { real_exec(file, argv, envp) })
 }
 
-/// Interposes `_exit`: `atexit` handlers do not run, so finish here.
+/// `_exit` skips `atexit`, and is often called from a signal handler or a
+/// forked child: only the async-signal-safe, time-bounded emergency flush
+/// runs (the collected data is committed; the end-of-run totals are not
+/// written). Nothing at all in a vfork child.
+fn save_before_exit_now() {
+    if crate::state::owned().is_some() {
+        crate::recorder::emergency_flush();
+    }
+}
+
+/// Interposes `_exit`: `atexit` handlers do not run, so save here.
 ///
 /// # Safety
 /// Same contract as `_exit`.
 #[no_mangle]
 pub unsafe extern "C" fn _exit(status: libc::c_int) -> ! {
-    let _ = std::panic::catch_unwind(|| finalize("_exit"));
+    save_before_exit_now();
     let real_exit = real!(REAL_EXIT_NOW as fn(libc::c_int) -> ());
     // SAFETY: plain _exit.
     unsafe { real_exit(status) };
@@ -129,7 +145,7 @@ pub unsafe extern "C" fn _exit(status: libc::c_int) -> ! {
 /// Same contract as `_Exit`.
 #[no_mangle]
 pub unsafe extern "C" fn _Exit(status: libc::c_int) -> ! {
-    let _ = std::panic::catch_unwind(|| finalize("_Exit"));
+    save_before_exit_now();
     let real_exit = real!(REAL_EXIT_NOW_C99 as fn(libc::c_int) -> ());
     // SAFETY: plain _Exit.
     unsafe { real_exit(status) };

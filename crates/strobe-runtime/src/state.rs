@@ -40,6 +40,9 @@ pub struct Runtime {
     /// Tool plugins were loaded by this runtime (not inherited through
     /// `fork`, whose buffers belong to the parent).
     tools_loaded: AtomicBool,
+    /// The process this runtime belongs to. A `vfork` child shares the
+    /// parent's memory, and so its runtime pointer, but must never act on it.
+    pid: i32,
 }
 
 static CURRENT: AtomicPtr<Runtime> = AtomicPtr::new(ptr::null_mut());
@@ -50,6 +53,14 @@ pub fn current() -> Option<&'static Runtime> {
     // SAFETY: runtimes are leaked, never freed: a published pointer stays valid.
     let rt = unsafe { p.as_ref() }?;
     (!rt.finalized.load(Ordering::Acquire)).then_some(rt)
+}
+
+/// The runtime, if it belongs to the calling process: `None` in a `vfork`
+/// child, which shares the parent's memory (glibc's `getpid` is a real
+/// system call, so it answers for the child).
+pub fn owned() -> Option<&'static Runtime> {
+    // SAFETY: getpid has no preconditions.
+    current().filter(|rt| rt.pid == unsafe { libc::getpid() })
 }
 
 /// This library's executable range.
@@ -110,6 +121,8 @@ pub fn start(settings: Settings) {
         wake_fd,
         done_fd,
         tools_loaded: AtomicBool::new(false),
+        // SAFETY: getpid has no preconditions.
+        pid: unsafe { libc::getpid() },
     }));
     CURRENT.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
     if !tools.is_empty() {
@@ -188,7 +201,7 @@ fn stop_ticker(rt: &Runtime) {
 /// Stops every producer, writes everything collected and closes the
 /// database. Idempotent; later calls do nothing.
 pub fn finalize(reason: &str) {
-    let Some(rt) = current() else {
+    let Some(rt) = owned() else {
         return;
     };
     if rt.finalized.swap(true, Ordering::AcqRel) {

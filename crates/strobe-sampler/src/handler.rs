@@ -14,7 +14,7 @@ use crate::timer::{ThreadTimer, TimerClock};
 use crate::unwind::{unwind, StackBounds, StartRegs};
 use std::cell::UnsafeCell;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use strobe_core::clock::{now_ns, Clock};
 
@@ -99,6 +99,11 @@ impl ThreadSampler {
         self.wake_fd.store(wake_fd, Ordering::SeqCst);
         self.wake_sent.store(false, Ordering::SeqCst);
         self.active.store(true, Ordering::SeqCst);
+    }
+
+    /// Stops the handler from waking an allocator whose eventfd is closing.
+    pub fn forget_wake_fd(&self) {
+        self.wake_fd.store(-1, Ordering::SeqCst);
     }
 
     /// The value a timer carries: this sampler's address tagged with the
@@ -207,6 +212,33 @@ fn peak_rss_kb() -> u64 {
     usage.ru_maxrss.max(0) as u64
 }
 
+/// Addresses of every sampler ever created (they are never freed), so the
+/// handler dereferences a timer's value only when it is one of ours: a
+/// program may run POSIX timers of its own on the same signal.
+const MAX_SAMPLERS: usize = 1 << 16;
+static SAMPLERS: [AtomicUsize; MAX_SAMPLERS] = [const { AtomicUsize::new(0) }; MAX_SAMPLERS];
+static SAMPLER_COUNT: AtomicUsize = AtomicUsize::new(0);
+
+/// Records a sampler's address for [`is_ours`]. Fails when the table is
+/// full (the thread is then not sampled).
+pub(crate) fn register_sampler(sampler: *const ThreadSampler) -> bool {
+    let i = SAMPLER_COUNT.fetch_add(1, Ordering::AcqRel);
+    if i >= MAX_SAMPLERS {
+        SAMPLER_COUNT.fetch_sub(1, Ordering::AcqRel);
+        return false;
+    }
+    SAMPLERS[i].store(sampler as usize, Ordering::Release);
+    true
+}
+
+/// Whether `address` is a sampler of ours. **Signal handler**: atomic loads.
+fn is_ours(address: usize) -> bool {
+    let n = SAMPLER_COUNT.load(Ordering::Acquire).min(MAX_SAMPLERS);
+    SAMPLERS[..n]
+        .iter()
+        .any(|s| s.load(Ordering::Acquire) == address)
+}
+
 const SI_TIMER: i32 = -2;
 /// Offsets in x86-64 `siginfo_t` of the POSIX-timer fields.
 const SI_OVERRUN_OFFSET: usize = 20;
@@ -276,11 +308,14 @@ extern "C" fn on_signal(signal: libc::c_int, info: *mut libc::siginfo_t, ctx: *m
         } else {
             TimerClock::ThreadCpu
         };
-        let sampler = (value & !1) as *const ThreadSampler;
-        if !sampler.is_null() {
-            // SAFETY: timer values point at samplers that are never freed
-            // while the process runs; take_sample checks ownership itself.
-            unsafe { (*sampler).take_sample(ctx, clock, overruns) };
+        let sampler = value & !1;
+        if sampler != 0 && is_ours(sampler) {
+            // SAFETY: a registered sampler is never freed while the process
+            // runs; take_sample checks the thread itself.
+            unsafe { (*(sampler as *const ThreadSampler)).take_sample(ctx, clock, overruns) };
+        } else {
+            // Another timer of the program on the same signal.
+            chain(signal, info, ctx);
         }
     } else {
         chain(signal, info, ctx);

@@ -7,7 +7,7 @@
 //! spool files, and shutdown. Nothing here runs in a signal handler; the
 //! handler lives in `handler.rs`.
 
-use crate::handler::{install, ThreadSampler};
+use crate::handler::{install, register_sampler, ThreadSampler};
 use crate::record::{decode, SampleSink, HEADER_BYTES};
 use crate::snapshot;
 use crate::timer::{ThreadTimer, TimerClock};
@@ -133,6 +133,9 @@ pub enum SamplerError {
     /// A frequency that is not positive.
     #[error("sampling frequency {0} Hz is not positive")]
     BadFrequency(f64),
+    /// More threads were ever sampled than the handler's table holds.
+    #[error("more than 65536 sampled threads at once; this thread is not sampled")]
+    TooManyThreads,
 }
 
 fn os(what: impl Into<String>) -> impl FnOnce(io::Error) -> SamplerError {
@@ -264,13 +267,21 @@ impl Sampler {
         let allocator = self.allocator_with_room()?;
         let sampler = match lock(&shared.pool).pop() {
             Some(s) => s,
-            None => Arc::new(
-                ThreadSampler::new(
-                    shared.config.buffer_samples * 256 + HEADER_BYTES + shared.config.max_depth * 8,
-                    shared.config.max_depth,
-                )
-                .map_err(os("mapping a sample ring"))?,
-            ),
+            None => {
+                let fresh = Arc::new(
+                    ThreadSampler::new(
+                        shared.config.buffer_samples * 256
+                            + HEADER_BYTES
+                            + shared.config.max_depth * 8,
+                        shared.config.max_depth,
+                    )
+                    .map_err(os("mapping a sample ring"))?,
+                );
+                if !register_sampler(Arc::as_ptr(&fresh)) {
+                    return Err(SamplerError::TooManyThreads);
+                }
+                fresh
+            }
         };
         let maps = if stack.is_none() {
             writable_mappings()
@@ -280,7 +291,40 @@ impl Sampler {
         // SAFETY: the sampler came from the pool or is new: no live timer
         // targets it.
         unsafe { sampler.reset(tid, stack, maps, allocator.wake_fd) };
+        let timers = match self.create_timers(&sampler, tid) {
+            Ok(timers) => timers,
+            Err(e) => {
+                // A timer may have fired already: the sampler must stay valid.
+                sampler.active.store(false, Ordering::SeqCst);
+                lock(&shared.pool).push(sampler);
+                return Err(e);
+            }
+        };
+        *lock(&sampler.timers) = timers;
+        let mut samplers = lock(&allocator.samplers);
+        if shared.stopping.load(Ordering::SeqCst) {
+            // stop() ran meanwhile and will not see this sampler: undo.
+            lock(&sampler.timers).clear();
+            sampler.active.store(false, Ordering::SeqCst);
+            drop(samplers);
+            lock(&GRAVEYARD).push(sampler);
+            return Ok(());
+        }
+        samplers.push(sampler);
+        shared.threads.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Creates the thread's timers and arms those that should run now.
+    fn create_timers(
+        &self,
+        sampler: &ThreadSampler,
+        tid: i32,
+    ) -> Result<Vec<ThreadTimer>, SamplerError> {
+        let shared = &self.shared;
         let mut timers = Vec::new();
+        let elapsed = now_ns() - shared.start_ns;
+        let windows_on = lock(&shared.windows).is_on(&KernelClocks);
         for clock in TimerClock::ALL {
             if let Some(t) = shared.config.timer(clock) {
                 let timer = ThreadTimer::create(
@@ -294,20 +338,13 @@ impl Sampler {
                     "creating the {} timer of thread {tid}",
                     clock.name()
                 )))?;
-                timers.push((clock, timer));
+                if self.timer_should_run(clock, elapsed, windows_on) {
+                    timer.arm().map_err(os("arming a timer"))?;
+                }
+                timers.push(timer);
             }
         }
-        let elapsed = now_ns() - shared.start_ns;
-        let windows_on = lock(&shared.windows).is_on(&KernelClocks);
-        for (clock, timer) in &timers {
-            if self.timer_should_run(*clock, elapsed, windows_on) {
-                timer.arm().map_err(os("arming a timer"))?;
-            }
-        }
-        *lock(&sampler.timers) = timers.into_iter().map(|(_, t)| t).collect();
-        lock(&allocator.samplers).push(sampler);
-        shared.threads.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        Ok(timers)
     }
 
     fn timer_should_run(&self, clock: TimerClock, elapsed_ns: u64, windows_on: bool) -> bool {
@@ -551,7 +588,11 @@ impl Sampler {
             if let Some(file) = spool.take() {
                 replay_spool(file, &*self.shared.sink);
             }
-            // SAFETY: closing our eventfd once; its allocator thread ended.
+            for sampler in &samplers {
+                sampler.forget_wake_fd();
+            }
+            // SAFETY: closing our eventfd once; its allocator thread ended
+            // and no sampler refers to it any more.
             unsafe { libc::close(a.wake_fd) };
             lock(&GRAVEYARD).extend(samplers);
         }
