@@ -28,11 +28,17 @@ type Argv = *const *const libc::c_char;
 #[no_mangle]
 pub unsafe extern "C" fn fork() -> libc::pid_t {
     let real_fork = real!(REAL_FORK as fn() -> libc::pid_t);
-    let settings = current().map(|rt| rt.settings.clone());
+    let rt = crate::state::owned();
+    let settings = rt.map(|rt| rt.settings.clone());
+    let held = rt.map(|rt| rt.recorder.hold_for_fork());
     // SAFETY: plain fork.
     let pid = unsafe { real_fork() };
     if pid == 0 {
+        // The parent's writer (and its lock) are abandoned here.
+        std::mem::forget(held);
         let _ = std::panic::catch_unwind(|| after_fork_in_child(settings));
+    } else {
+        drop(held);
     }
     pid
 }

@@ -201,6 +201,16 @@ impl Recorder {
         }
     }
 
+    /// Holds the writer across `fork()`: every SQLite call of the process
+    /// happens under this lock, so while it is held no thread is inside
+    /// SQLite and the child does not inherit one of SQLite's global mutexes
+    /// locked by a thread that does not exist there. The parent drops the
+    /// guard after the fork; the child forgets it (it never uses the
+    /// parent's writer).
+    pub fn hold_for_fork(&self) -> ForkGuard<'_> {
+        ForkGuard(lock(&self.state))
+    }
+
     /// Delivers everything buffered and commits it (the periodic flush).
     pub fn flush(&self) {
         let _ = self.buffer.flush();
@@ -287,6 +297,9 @@ impl SampleSink for Recorder {
         strobe_buffer::emit_sample(op, &head, sample.frames);
     }
 }
+
+/// See [`Recorder::hold_for_fork`].
+pub struct ForkGuard<'a>(#[allow(dead_code)] MutexGuard<'a, WriterState>);
 
 /// The writer and what it needs to turn records into rows.
 struct WriterState {
