@@ -143,3 +143,10 @@ pub fn config(cputime_hz: Option<f64>, realtime_hz: Option<f64>) -> SamplerConfi
         poll_interval: Duration::from_millis(10),
     }
 }
+
+/// The sampling tests measure real timers on real CPUs: they take turns
+/// rather than compete for the machine's cores.
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
