@@ -97,7 +97,14 @@ fn strobe(args: &[&str], env: &[(&str, &str)]) -> Output {
 
 /// `strobe sample -q --output-dir <out> -- <program...>`.
 fn sample_in(out: &Path, program: &[&str]) -> Output {
-    let mut args = vec!["sample", "-q", "--output-dir", out.to_str().unwrap(), "--"];
+    sample_with(out, &[], program)
+}
+
+/// `strobe sample -q <options> --output-dir <out> -- <program...>`.
+fn sample_with(out: &Path, options: &[&str], program: &[&str]) -> Output {
+    let mut args = vec!["sample", "-q"];
+    args.extend_from_slice(options);
+    args.extend(["--output-dir", out.to_str().unwrap(), "--"]);
     args.extend_from_slice(program);
     strobe(&args, &[])
 }
@@ -218,19 +225,10 @@ fn a_recursion_200_deep_is_unwound_whole_with_default_settings() {
     let _turn = one_at_a_time();
     let bin = built();
     let out = tempfile::tempdir().unwrap();
-    let o = strobe(
-        &[
-            "sample",
-            "-q",
-            "--lines",
-            "--output-dir",
-            out.path().to_str().unwrap(),
-            "--",
-            bin.join("deep").to_str().unwrap(),
-            "200",
-            "1",
-        ],
-        &[],
+    let o = sample_with(
+        out.path(),
+        &["--lines"],
+        &[bin.join("deep").to_str().unwrap(), "200", "1"],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let all = samples(&databases(out.path())[0]);
@@ -437,21 +435,15 @@ fn stress_fifty_runs_threads_fork_exec_dlopen_malloc() {
     let bin = built();
     for run in 0..50 {
         let out = tempfile::tempdir().unwrap();
-        let o = strobe(
+        let o = sample_with(
+            out.path(),
+            &["--no-symbols", "--sampling-realtime"],
             &[
-                "sample",
-                "-q",
-                "--no-symbols",
-                "--sampling-realtime",
-                "--output-dir",
-                out.path().to_str().unwrap(),
-                "--",
                 bin.join("stress").to_str().unwrap(),
                 bin.join("stress").to_str().unwrap(),
                 bin.join("libhotlib.so").to_str().unwrap(),
                 "1",
             ],
-            &[],
         );
         assert!(
             o.status.success(),
@@ -585,21 +577,10 @@ fn flamegraph_and_formats_right_after_the_run() {
     let _turn = one_at_a_time();
     let bin = built();
     let out = tempfile::tempdir().unwrap();
-    let o = strobe(
-        &[
-            "sample",
-            "-q",
-            "--flamegraph",
-            "--format",
-            "pftrace,pprof",
-            "--output-dir",
-            out.path().to_str().unwrap(),
-            "--",
-            bin.join("hotspots").to_str().unwrap(),
-            "0.7",
-            "0.5",
-        ],
-        &[],
+    let o = sample_with(
+        out.path(),
+        &["--flamegraph", "--format", "pftrace,pprof"],
+        &[bin.join("hotspots").to_str().unwrap(), "0.7", "0.5"],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let svg = std::fs::read_to_string(out.path().join("hotspots.svg")).unwrap();
@@ -618,19 +599,7 @@ fn flamegraph_and_formats_right_after_the_run() {
             "{f}"
         );
     }
-    let o = strobe(
-        &[
-            "sample",
-            "-q",
-            "--format",
-            "nonsense",
-            "--output-dir",
-            out.path().to_str().unwrap(),
-            "--",
-            "true",
-        ],
-        &[],
-    );
+    let o = sample_with(out.path(), &["--format", "nonsense"], &["true"]);
     assert_ne!(o.status.code(), Some(0), "an unknown format is an error");
 }
 
