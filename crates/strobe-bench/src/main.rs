@@ -7,6 +7,7 @@ mod clocks;
 mod db;
 mod export;
 mod overhead;
+mod procs;
 mod sampling;
 mod tracing;
 
@@ -33,6 +34,8 @@ enum Command {
     Export(export::ExportArgs),
     /// What profiling costs a CPU-bound program: strobe and perf side by side.
     Overhead(overhead::OverheadArgs),
+    /// What strobe adds per process and per thread, plain and under `strobe sample`.
+    Procs(procs::ProcsArgs),
     /// Quality of `strobe sample`: accuracy, unwinding, depth, fixed cost, size.
     Sampling(sampling::SamplingArgs),
     /// The seed 004 tracing-framework harness (strobe-trace).
@@ -46,6 +49,7 @@ fn main() -> anyhow::Result<()> {
         Command::Buffer(args) => buffer::run(args),
         Command::Clocks(args) => clocks::run(&args),
         Command::Overhead(args) => overhead::run(&args),
+        Command::Procs(args) => procs::run(&args),
         Command::Db(args) => db::run(args),
         Command::Export(args) => export::run(args),
         Command::Sampling(args) => sampling::run(&args),

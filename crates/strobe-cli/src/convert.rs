@@ -1,8 +1,9 @@
 //! `strobe convert`: profile databases to Perfetto, Chrome JSON, folded
 //! stacks, SVG flamegraphs, pprof, Firefox Profiler and CSV.
 //!
-//! Owns the command's arguments, the time window (ns, %, or markers), the
-//! output file names and the report lines; every conversion is
+//! Owns the command's arguments (inputs default to the latest run, see
+//! `run_dir`), the time window (ns, %, or markers), the output file names
+//! and the report lines; every conversion is
 //! strobe-export's. Outputs are written to `<name>.partial` and renamed
 //! when complete, so a failed conversion never leaves a truncated file
 //! under the final name. It never modifies an input.
@@ -23,17 +24,20 @@ use strobe_export::Format;
 #[command(
     after_help = "Formats: pftrace (Perfetto, ui.perfetto.dev), json (Chrome trace: chrome://tracing, Perfetto, speedscope), \
 folded (folded stacks), svg (flamegraph), pprof (go tool pprof -http=: FILE), firefox (profiler.firefox.com), csv (one file per table).\n\
-Examples:\n  strobe convert -i run/*.db -f pftrace -o run      one trace with every process\n  \
+Examples:\n  strobe convert -f pftrace                         the latest run (strobe-output/latest)\n  \
+strobe convert -i run/*.db -f pftrace -o run      one trace with every process\n  \
 strobe convert -i app.db -f svg pprof --per-thread\n  strobe convert --diff before.db after.db -f svg"
 )]
 pub struct ConvertArgs {
     /// Input databases: files, directories (searched for *.db) or globs; all go into one output.
-    #[arg(short = 'i', long = "input", num_args = 1.., required_unless_present = "diff")]
+    /// Default: the latest run, `<output_dir>/latest` (`strobe-output/latest`).
+    #[arg(short = 'i', long = "input", num_args = 1..)]
     pub inputs: Vec<String>,
     /// Output formats (several allowed, or comma-separated): pftrace, json, folded, svg, pprof, firefox, csv.
     #[arg(short = 'f', long = "format", num_args = 1.., required = true, value_delimiter = ',')]
     pub formats: Vec<String>,
-    /// Output name (without extension); default: the first input's file stem.
+    /// Output name (without extension); default: the first input's file stem, or the run's
+    /// directory name when no -i is given.
     #[arg(short = 'o', long = "output")]
     pub output: Option<String>,
     /// Output directory (created if missing).
@@ -144,9 +148,17 @@ fn with_file<T>(
     }
 }
 
-/// Runs `strobe convert`.
-pub fn run(a: ConvertArgs) -> anyhow::Result<()> {
+/// Runs `strobe convert` (on the latest run when neither `-i` nor
+/// `--diff` is given).
+pub fn run(mut a: ConvertArgs) -> anyhow::Result<()> {
     let fmts = formats(&a)?;
+    if a.inputs.is_empty() && a.diff.is_none() {
+        let run = crate::run_dir::default_input()?;
+        if a.output.is_none() {
+            a.output = run.file_name().map(|n| n.to_string_lossy().into_owned());
+        }
+        a.inputs = vec![run.display().to_string()];
+    }
     std::fs::create_dir_all(&a.dir)
         .with_context(|| format!("cannot create output directory {}", a.dir.display()))?;
     let fold = FoldOptions {

@@ -10,9 +10,17 @@ use anyhow::Result;
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, ExitStatus};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 static CHILD: AtomicI32 = AtomicI32::new(0);
+/// A terminating signal reached the launcher (Ctrl-C, `kill`).
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the user interrupted strobe (the collector then stops waiting
+/// for processes that outlive the program).
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
 const SI_USER: i32 = 0;
 const SI_QUEUE: i32 = -1;
 const FORWARDED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
@@ -22,6 +30,7 @@ const FORWARDED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, 
 extern "C" fn forward(signal: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo to SA_SIGINFO handlers.
     let code = unsafe { (*info).si_code };
+    INTERRUPTED.store(true, Ordering::SeqCst);
     let child = CHILD.load(Ordering::SeqCst);
     if child > 0 && (code == SI_USER || code == SI_QUEUE) {
         // SAFETY: kill is async-signal-safe.

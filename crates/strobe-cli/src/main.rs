@@ -8,6 +8,7 @@ mod launch;
 mod merge;
 mod output;
 mod query;
+mod run_dir;
 mod runtime_lib;
 mod sample;
 mod setting_flags;

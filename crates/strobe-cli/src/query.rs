@@ -1,8 +1,9 @@
 //! `strobe query`: SQL over one or many profile databases.
 //!
-//! Owns parsing the command's arguments, opening the inputs as one logical
-//! database (strobe-db's `Profile`), applying `--start/--end`, and printing
-//! the rows. It never computes results itself.
+//! Owns parsing the command's arguments (inputs default to the latest run),
+//! opening the inputs as one logical database (strobe-db's `Profile`),
+//! applying `--start/--end`, and printing the rows. It never computes
+//! results itself.
 
 use std::cell::RefCell;
 use std::io::Write;
@@ -17,8 +18,9 @@ use crate::output::{Cell, Format, TableOut};
 pub struct QueryArgs {
     /// Input databases: files, directories (searched for *.db) or globs.
     /// `-i a.db b.db "SQL"` works: when no separate SQL argument follows,
-    /// the last value given to `-i` is the SQL.
-    #[arg(short = 'i', long = "input", required = true, num_args = 1..)]
+    /// the last value given to `-i` is the SQL. Default: the latest run,
+    /// `<output_dir>/latest` (`strobe-output/latest`).
+    #[arg(short = 'i', long = "input", num_args = 1..)]
     pub inputs: Vec<String>,
     /// The SQL to run. The rocpd views (regions, samples, top, …) and the
     /// unsuffixed tables cover every process of every input.
@@ -37,13 +39,19 @@ pub struct QueryArgs {
     pub end: Option<String>,
 }
 
-/// Runs `strobe query`.
+/// Runs `strobe query` (on the latest run when no `-i` is given).
 pub fn run(mut a: QueryArgs) -> anyhow::Result<()> {
     let sql = match a.sql.take() {
         Some(sql) => sql,
         None if a.inputs.len() >= 2 => a.inputs.pop().expect("two or more values"),
-        None => anyhow::bail!("no SQL given: strobe query -i DB... \"SELECT ...\""),
+        None if a.inputs.len() == 1 => anyhow::bail!(
+            "no SQL given (the one -i value is taken as the input): strobe query [-i DB...] \"SELECT ...\""
+        ),
+        None => anyhow::bail!("no SQL given: strobe query [-i DB...] \"SELECT ...\""),
     };
+    if a.inputs.is_empty() {
+        a.inputs = vec![crate::run_dir::default_input()?.display().to_string()];
+    }
     let mut profile = strobe_db::Profile::open(&a.inputs)?;
     apply_window(&mut profile, a.start.as_deref(), a.end.as_deref())?;
     let stdout = std::io::stdout();

@@ -14,10 +14,11 @@ use clap::Args;
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use strobe_core::settings::Key;
+use std::time::Duration;
+use strobe_core::settings::{Key, Settings};
+use strobe_core::shm::config::{RuntimeConfig, COLLECTOR_ENV, CONFIG_ENV};
+use strobe_core::shm::segment::{exec_reason, Layout};
 
-/// Environment variable naming the session manifest (shared with the runtime).
-const SESSION_ENV: &str = "STROBE_INTERNAL_SESSION";
 
 /// Options of `strobe sample`.
 #[derive(Debug, Args)]
@@ -175,6 +176,61 @@ fn sampler_totals(databases: &[PathBuf]) -> [u64; 4] {
     totals
 }
 
+/// The runtime's configuration from the resolved settings.
+fn runtime_config(settings: &Settings) -> RuntimeConfig {
+    let sampling = settings.bool(Key::UseSampling);
+    let rate = |on: Key, freq: Key| {
+        if sampling && settings.bool(on) {
+            settings.float(freq)
+        } else {
+            0.0
+        }
+    };
+    let ring = (settings.int(Key::SamplingBufferSamples) as u64 * 64)
+        .next_power_of_two()
+        .clamp(4096, 1 << 26) as u32;
+    let defaults = RuntimeConfig::default();
+    RuntimeConfig {
+        cputime_hz: rate(Key::SamplingCputime, Key::SamplingCputimeFreq),
+        cputime_signal: settings.int(Key::SamplingCputimeSignal) as i32,
+        realtime_hz: rate(Key::SamplingRealtime, Key::SamplingRealtimeFreq),
+        realtime_signal: settings.int(Key::SamplingRealtimeSignal) as i32,
+        max_depth: settings.int(Key::SamplingDepth) as u32,
+        layout: Layout {
+            sample_ring_bytes: ring,
+            ..defaults.layout
+        },
+        tracing: settings.bool(Key::UseTracing),
+        lossless: settings.text(Key::BufferPolicy) != "discard",
+        fork_follow: settings.text(Key::ForkMode) == "follow",
+        verbose: settings.int(Key::Verbose) as i32,
+        output_file: settings.text(Key::OutputFile).to_string(),
+        ..defaults
+    }
+}
+
+/// The collector's options from the resolved settings.
+fn collector_options(settings: &Settings, run_dir: PathBuf) -> strobe_collect::Options {
+    let timing = |delay: Key, duration: Key| strobe_collect::Timing {
+        delay_ns: settings.duration_ns(delay),
+        duration_ns: settings.duration_ns(duration),
+    };
+    strobe_collect::Options {
+        run_dir,
+        flush_interval: Duration::from_nanos(settings.duration_ns(Key::FlushInterval).max(1)),
+        timing: [
+            timing(Key::SamplingCputimeDelay, Key::SamplingCputimeDuration),
+            timing(Key::SamplingRealtimeDelay, Key::SamplingRealtimeDuration),
+        ],
+        windows: settings.windows(Key::TracePeriods).clone(),
+        settings: settings
+            .iter()
+            .filter_map(|(def, r)| Some((def.name.to_string(), r.value.as_ref()?.to_string())))
+            .collect(),
+        poll_interval: Duration::from_millis(5),
+    }
+}
+
 fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
     let settings = load_settings(config, &args.flags)?;
     // Refuse an unknown export format before anything runs.
@@ -190,16 +246,16 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
             output_dir.display()
         )
     })?;
-    let manifest = output_dir.join(format!(".strobe-session-{}", std::process::id()));
-    let _ = std::fs::remove_file(&manifest);
+    let run_dir = crate::run_dir::create(&output_dir, &args.command[0].to_string_lossy())?;
+    let collector = strobe_collect::Collector::start(collector_options(&settings, run_dir.clone()))?;
 
     let mut env: Vec<(OsString, OsString)> = settings
         .to_env()
         .into_iter()
         .map(|(k, v)| (k.into(), v.into()))
         .collect();
-    env.push(("STROBE_OUTPUT_DIR".into(), output_dir.clone().into()));
-    env.push((SESSION_ENV.into(), manifest.clone().into()));
+    env.push((CONFIG_ENV.into(), runtime_config(&settings).encode().into()));
+    env.push((COLLECTOR_ENV.into(), collector.address().into()));
     let mut preload = OsString::from(&runtime);
     if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|p| !p.is_empty()) {
         preload.push(":");
@@ -207,9 +263,21 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
     }
     env.push(("LD_PRELOAD".into(), preload));
 
+    let mut notes = Vec::new();
+    if let Some(reason) = unprofilable(&args.command[0]) {
+        notes.push(format!(
+            "{}: not profiled: {}",
+            args.command[0].to_string_lossy(),
+            exec_reason::describe(reason)
+        ));
+    }
     let outcome = run(&args.command, &env, &["STROBE_CONFIG"])?;
-    let databases = read_manifest(&manifest);
-    let _ = std::fs::remove_file(&manifest);
+    collector.program_done();
+    let report = wait_for_collector(collector);
+    notes.extend(report.notes);
+    for note in &notes {
+        eprintln!("strobe: {note}");
+    }
     let exit_code = match outcome {
         Outcome::NotStarted(code, message) => {
             eprintln!("strobe: error: {message}");
@@ -222,20 +290,56 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
             exit_code(&status)
         }
     };
+    let mut databases = report.databases;
+    databases.sort();
     Ok(Session {
         exit_code,
         databases,
-        output_dir,
+        output_dir: run_dir,
     })
 }
 
-fn read_manifest(path: &Path) -> Vec<PathBuf> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let mut out: Vec<PathBuf> = text
-        .lines()
-        .filter(|l| !l.is_empty())
-        .map(PathBuf::from)
-        .collect();
-    out.dedup();
-    out
+/// Why the command cannot be profiled at all, when that shows before it
+/// runs (a static or setuid binary).
+fn unprofilable(command: &OsString) -> Option<u32> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = Path::new(command);
+    let resolved = if command.as_bytes().contains(&b'/') {
+        Some(path.to_path_buf())
+    } else {
+        std::env::var_os("PATH").and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(path))
+                .find(|c| c.is_file())
+        })
+    }?;
+    let reason = strobe_core::shm::image::exec_reason_for(resolved.as_os_str().as_bytes());
+    (reason != exec_reason::NONE).then_some(reason)
+}
+
+/// Waits for the collector: processes the program started may outlive it
+/// (daemons); they are followed until they end or the user interrupts.
+fn wait_for_collector(collector: strobe_collect::Collector) -> strobe_collect::Report {
+    let mut told = false;
+    let started = std::time::Instant::now();
+    while !collector.finished() {
+        if crate::launch::interrupted() {
+            collector.interrupt();
+            break;
+        }
+        if !told && started.elapsed() > Duration::from_millis(500) {
+            let live = collector.live();
+            if !live.is_empty() {
+                told = true;
+                let names: Vec<String> = live.iter().map(|(pid, c)| format!("{pid} ({c})")).collect();
+                eprintln!(
+                    "strobe: the program exited; {} process(es) it started are still running: {}; collecting until they end (Ctrl-C to stop)",
+                    live.len(),
+                    names.join(", ")
+                );
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    collector.wait()
 }

@@ -1,6 +1,7 @@
 //! `strobe summary`: Nsight-style summary tables.
 //!
-//! Owns the command's arguments and printing; the numbers come from
+//! Owns the command's arguments (inputs default to the latest run, see
+//! `run_dir`) and printing; the numbers come from
 //! strobe-db's `summary` module. Columns follow Nsight Systems' `stats`
 //! layout: Time (%), Total Time (ns), Instances, Avg, Med, Min, Max,
 //! StdDev, Name, sorted by total time.
@@ -42,7 +43,8 @@ pub enum SummaryFormat {
 #[derive(Debug, Args)]
 pub struct SummaryArgs {
     /// Input databases: files, directories (searched for *.db) or globs.
-    #[arg(short = 'i', long = "input", required = true, num_args = 1..)]
+    /// Default: the latest run, `<output_dir>/latest` (`strobe-output/latest`).
+    #[arg(short = 'i', long = "input", num_args = 1..)]
     pub inputs: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
@@ -178,8 +180,11 @@ fn thread_table(rows: &[ThreadRow]) -> (Vec<String>, Vec<Vec<Cell>>) {
     (cols, body)
 }
 
-/// Runs `strobe summary`.
-pub fn run(a: SummaryArgs) -> anyhow::Result<()> {
+/// Runs `strobe summary` (on the latest run when no `-i` is given).
+pub fn run(mut a: SummaryArgs) -> anyhow::Result<()> {
+    if a.inputs.is_empty() {
+        a.inputs = vec![crate::run_dir::default_input()?.display().to_string()];
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     render(&a, &mut out)?;

@@ -9,6 +9,7 @@ pub mod clock;
 pub mod duration;
 pub mod output_path;
 pub mod settings;
+pub mod shm;
 pub mod thread;
 pub mod thread_data;
 pub mod timewindow;

@@ -2,8 +2,20 @@
 //!
 //! Owns turning user-given inputs (files, directories, glob patterns) into a
 //! sorted list of database files, and checking each one before use: SQLite
-//! header, truncation, strobe/rocpd tables, schema version. It opens files
-//! read-only and never modifies them.
+//! header, truncation, strobe/rocpd tables, schema version. It also owns how
+//! every reader in this crate opens a file: read-only, creating nothing
+//! beside it ([`open_read_only`], [`read_only_uri`]). It never modifies an
+//! input.
+//!
+//! A finished profile is in rollback-journal mode and opens read-only
+//! anywhere, including from a read-only directory. A file still in WAL mode
+//! whose `-wal` file is gone (its writer closed it without
+//! [`crate::Writer::finish`]) is opened `immutable`, because a read-only
+//! SQLite connection would otherwise create `-wal` and `-shm` files beside
+//! it and could not remove them. A file whose `-wal` file is present (a
+//! writer still running, or killed) is opened read-only in WAL mode: SQLite
+//! then needs the `-shm` file, and creates it if missing, which requires a
+//! writable directory.
 
 use std::path::{Path, PathBuf};
 
@@ -91,6 +103,49 @@ pub(crate) fn file_uri(path: &Path, params: &str) -> String {
     s.push('?');
     s.push_str(params);
     s
+}
+
+/// The `-wal` file SQLite keeps beside `path` in WAL mode.
+fn wal_path(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push("-wal");
+    PathBuf::from(p)
+}
+
+/// Whether the header of `path` says WAL mode (file format versions 2 at
+/// offsets 18 and 19). Unreadable or short files are "no".
+pub(crate) fn header_says_wal(path: &Path) -> bool {
+    use std::io::Read;
+    let mut h = [0u8; 20];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut h))
+        .is_ok()
+        && &h[..16] == b"SQLite format 3\0"
+        && h[18] == 2
+        && h[19] == 2
+}
+
+/// The `file:` URI that opens `path` read-only without creating anything
+/// beside it (see the module documentation): `mode=ro`, plus `immutable=1`
+/// for a WAL-mode file without its `-wal` file.
+pub fn read_only_uri(path: &Path) -> String {
+    if header_says_wal(path) && !wal_path(path).exists() {
+        file_uri(path, "mode=ro&immutable=1")
+    } else {
+        file_uri(path, "mode=ro")
+    }
+}
+
+/// Opens `path` read-only (see [`read_only_uri`]). The file must exist;
+/// nothing is created.
+pub fn open_read_only(path: &Path) -> Result<Connection> {
+    Connection::open_with_flags(
+        read_only_uri(path),
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .at(path)
 }
 
 /// Checks the first bytes of a file: SQLite magic and, when the header's
@@ -214,10 +269,29 @@ pub(crate) fn check_schema(conn: &Connection, schema: &str, path: &Path) -> Resu
 /// process suffixes.
 pub fn check_file(path: &Path) -> Result<Vec<String>> {
     check_header(path)?;
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .at(path)?;
-    check_schema(&conn, "main", path)
+    let conn = open_read_only(path)?;
+    check_schema(&conn, "main", path).map_err(|e| explain_wal(path, e))
+}
+
+/// Replaces SQLite's bare "unable to open database file" by the reason when
+/// it is the one a read-only reader meets: a WAL-mode file whose `-shm` file
+/// is missing and cannot be created.
+fn explain_wal(path: &Path, e: DbError) -> DbError {
+    let cannot_open = matches!(
+        &e,
+        DbError::Sqlite { error: rusqlite::Error::SqliteFailure(f, _), .. }
+            if f.code == rusqlite::ErrorCode::CannotOpen
+    );
+    let mut shm = path.as_os_str().to_owned();
+    shm.push("-shm");
+    if !cannot_open || !wal_path(path).exists() || Path::new(&shm).exists() {
+        return e;
+    }
+    DbError::Io {
+        path: path.to_path_buf(),
+        error: std::io::Error::other(format!(
+            "the file is still in WAL mode (its writer is running or was killed) and reading it needs {} beside it, which cannot be created here: make the directory writable, or copy the .db and its -wal file to a writable directory",
+            PathBuf::from(shm).display()
+        )),
+    }
 }

@@ -4,8 +4,10 @@
 //! unchanged) from many inputs into one output, then creating the unsuffixed
 //! `UNION ALL` views, the standard views and the indexes. It attaches one
 //! input at a time, so any number of inputs works, and writes to a
-//! `.partial` file renamed into place only when complete. It never modifies
-//! an input and never prints: progress goes to the caller's callback.
+//! `.partial` file renamed into place only when complete: a plain
+//! rollback-journal file with mode 0644, nothing beside it. It opens inputs
+//! read-only (never creating a file beside one), never modifies an input and
+//! never prints: progress goes to the caller's callback.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -13,7 +15,7 @@ use std::time::Instant;
 use rusqlite::Connection;
 
 use crate::error::{DbError, Result, SqlContext};
-use crate::inputs::{check_file, file_uri};
+use crate::inputs::{check_file, open_read_only, read_only_uri};
 use crate::schema::{self, TableSet, ViewWindow};
 
 /// Progress reported while merging.
@@ -97,13 +99,14 @@ pub fn merge(
     };
     let _ = std::fs::remove_file(&partial);
     let result = (|| -> Result<MergeStats> {
+        crate::writer::create_exclusive(&partial)?;
         let conn = Connection::open(&partial).at(&partial)?;
         conn.execute_batch("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536; PRAGMA temp_store=FILE;")
             .at(&partial)?;
         let mut rows = 0u64;
         let mut sets = Vec::new();
         for (input, suffixes) in &plan {
-            conn.execute("ATTACH DATABASE ?1 AS src", [file_uri(input, "mode=ro")])
+            conn.execute("ATTACH DATABASE ?1 AS src", [read_only_uri(input)])
                 .at(input)?;
             conn.execute_batch("BEGIN").at(&partial)?;
             for s in suffixes {
@@ -170,8 +173,7 @@ pub fn merge(
 
 /// Counts the rows of every suffixed table of `path` (for progress).
 fn count_rows(path: &Path, suffixes: &[String]) -> Result<u64> {
-    let conn =
-        Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).at(path)?;
+    let conn = open_read_only(path)?;
     let mut total = 0u64;
     for s in suffixes {
         for t in schema::all_tables() {

@@ -6,7 +6,9 @@
 //! restricted to a time window. Beyond SQLite's limit of 10 attached
 //! databases the inputs are first merged into a temporary file, transparently.
 //! It also owns the streaming, time-ordered record iterators exporters use.
-//! It never writes to an input.
+//! It never writes to an input and never creates a file beside one (see
+//! [`crate::inputs::read_only_uri`]): reading a finished profile works from
+//! a read-only directory.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -17,7 +19,7 @@ use rusqlite::types::Value;
 use rusqlite::Connection;
 
 use crate::error::{classify, DbError, Result, SqlContext};
-use crate::inputs::{check_file, check_schema, expand_inputs, file_uri};
+use crate::inputs::{check_file, check_schema, expand_inputs, read_only_uri};
 use crate::schema::{self, TableSet, ViewWindow};
 use crate::stream::RowStream;
 
@@ -255,7 +257,7 @@ impl Profile {
             let alias = format!("db{k}");
             conn.execute(
                 &format!("ATTACH DATABASE ?1 AS {alias}"),
-                [file_uri(f, "mode=ro")],
+                [read_only_uri(f)],
             )
             .at(f)?;
             for s in check_schema(&conn, &alias, f)? {

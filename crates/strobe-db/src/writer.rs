@@ -8,11 +8,17 @@
 //! values only) and SQLite's page cache, never by run length. It never starts
 //! a thread and never creates an index; the owner calls [`Writer::maybe_flush`]
 //! (or appends) often enough for the periodic flush to happen.
+//!
+//! File lifecycle: the file is created exclusively (an existing file is never
+//! reused, so two writers can never share one) with mode 0644 whatever the
+//! umask, written in WAL mode, and left by [`Writer::finish`] in
+//! rollback-journal mode with the WAL checkpointed and removed, so a finished
+//! profile is one plain file with nothing beside it.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rusqlite::{params, Connection, OptionalExtension, Statement};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Statement};
 
 use crate::error::{DbError, Result, SqlContext};
 use crate::identity::{NodeInfo, ProcessUuid};
@@ -371,23 +377,79 @@ pub struct Writer {
 impl Writer {
     /// Creates a new database at `path` for `process`: all rocpd and strobe
     /// tables with the process's uuid suffix, the unsuffixed and standard
-    /// views, metadata, the node and process rows. Fails if `path` exists
-    /// (a profile is never overwritten).
+    /// views, metadata, the node and process rows.
+    ///
+    /// The file is created exclusively (`O_CREAT|O_EXCL`): if anything
+    /// exists at `path` (a file, a dangling symlink), this fails with a
+    /// [`DbError::Io`] of kind [`std::io::ErrorKind::AlreadyExists`] and
+    /// touches nothing, so a profile is never overwritten and two writers
+    /// never share a file. Use [`Writer::create_unique`] to pick a free name
+    /// instead. The new file gets mode 0644 whatever the process umask. If
+    /// creation fails after the file was made, the file is removed again.
     pub fn create(
         path: impl AsRef<Path>,
         process: &ProcessInfo,
         opts: WriterOptions,
     ) -> Result<Writer> {
         let path = path.as_ref().to_path_buf();
-        if path.exists() {
-            return Err(DbError::Io {
-                path,
-                error: std::io::Error::new(
-                    std::io::ErrorKind::AlreadyExists,
-                    "a file already exists there; profiles are never overwritten (remove it or choose another output path)",
-                ),
-            });
+        create_exclusive(&path)?;
+        Writer::initialize(path.clone(), process, opts).inspect_err(|_| {
+            // The file is ours (created exclusively above) and unusable:
+            // remove it and whatever SQLite left beside it.
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let mut p = path.clone().into_os_string();
+                p.push(suffix);
+                let _ = std::fs::remove_file(p);
+            }
+        })
+    }
+
+    /// Creates a new database at `path`, or, when something already exists
+    /// there, at the first free name among `<stem>.1.<ext>`,
+    /// `<stem>.2.<ext>`, … (`out/1234.db`, `out/1234.1.db`, `out/1234.2.db`,
+    /// …). Each candidate is created exclusively, so concurrent callers (two
+    /// processes with the same pid on different hosts sharing a directory, a
+    /// pid reused within one run) always get different files. The chosen
+    /// path is [`Writer::path`]. Otherwise exactly like [`Writer::create`].
+    /// Gives up after 10 000 names.
+    pub fn create_unique(
+        path: impl AsRef<Path>,
+        process: &ProcessInfo,
+        opts: WriterOptions,
+    ) -> Result<Writer> {
+        let base = path.as_ref();
+        let stem = base
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let ext = base
+            .extension()
+            .map(|e| format!(".{}", e.to_string_lossy()))
+            .unwrap_or_default();
+        const TRIES: u32 = 10_000;
+        for n in 0..TRIES {
+            let candidate = if n == 0 {
+                base.to_path_buf()
+            } else {
+                base.with_file_name(format!("{stem}.{n}{ext}"))
+            };
+            match Writer::create(&candidate, process, opts.clone()) {
+                Err(DbError::Io { error, .. })
+                    if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+                other => return other,
+            }
         }
+        Err(DbError::Io {
+            path: base.to_path_buf(),
+            error: std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                format!("{TRIES} files named like this already exist; choose another output directory or clean this one"),
+            ),
+        })
+    }
+
+    /// Fills the freshly created, empty file at `path`.
+    fn initialize(path: PathBuf, process: &ProcessInfo, opts: WriterOptions) -> Result<Writer> {
         let node = opts.node.clone().unwrap_or_else(NodeInfo::detect);
         let uuid = ProcessUuid::new(
             &node.machine_id,
@@ -397,7 +459,12 @@ impl Writer {
         );
         let suffix = uuid.suffix();
         let guid = uuid.guid();
-        let conn = Connection::open(&path).at(&path)?;
+        // No SQLITE_OPEN_CREATE: the file was just made by create_exclusive.
+        let conn = Connection::open_with_flags(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .at(&path)?;
         conn.execute_batch(&format!(
             "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-{};",
             opts.cache_kib
@@ -983,7 +1050,18 @@ impl Writer {
 
     /// Ends the run: commits, records the process end time (`end`, `fini`),
     /// closes threads that have no end time at `end_ns`, writes the totals
-    /// into `strobe_settings`, and checkpoints the WAL into the main file.
+    /// into `strobe_settings`, checkpoints the WAL into the main file and
+    /// switches the file to rollback-journal mode (`journal_mode=DELETE`),
+    /// which removes the `-wal` file; the `-shm` file goes when the
+    /// connection closes, at the end of this call. The result is one plain
+    /// file that readers open read-only without creating anything beside it.
+    ///
+    /// The switch needs the file to itself: if another process has it open
+    /// (a `strobe query` during the run), it retries for up to 1 s, then
+    /// leaves the file in WAL mode, complete and readable, with its `-wal`
+    /// and `-shm` files beside it until a read-write connection (such as
+    /// post-run symbolization) closes it (see `docs/profile-db.md`); that is
+    /// not an error.
     pub fn finish(mut self, end_ns: u64) -> Result<WriterTotals> {
         self.flush()?;
         let s = self.suffix.clone();
@@ -1008,8 +1086,68 @@ impl Writer {
             .optional()
             .at(&self.path)?;
         self.finished = true;
+        // Best effort (see above). Leaving WAL needs an exclusive lock, which
+        // SQLite tries once (no busy handler): retry while a reader holds the
+        // file. Every row is in the main file whatever the outcome.
+        let deadline = Instant::now() + FINISH_WAIT;
+        while self.leave_wal() == Some(false) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         Ok(t)
     }
+
+    /// Switches the file to rollback-journal mode: `Some(true)` when done,
+    /// `Some(false)` when another connection holds the file (worth a retry),
+    /// `None` on any other failure.
+    fn leave_wal(&self) -> Option<bool> {
+        match self
+            .conn
+            .query_row("PRAGMA journal_mode=DELETE", [], |r| r.get::<_, String>(0))
+        {
+            Ok(mode) => Some(mode.eq_ignore_ascii_case("delete")),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) =>
+            {
+                Some(false)
+            }
+            Err(_) => None,
+        }
+    }
+}
+
+/// How long [`Writer::finish`] retries leaving WAL mode while another
+/// connection holds the file.
+const FINISH_WAIT: Duration = Duration::from_secs(1);
+
+/// Creates `path` as a new, empty file with mode 0644 (whatever the umask),
+/// failing if anything exists there.
+pub(crate) fn create_exclusive(path: &Path) -> Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .open(path)
+        .map_err(|error| DbError::Io {
+            path: path.to_path_buf(),
+            error: if error.kind() == std::io::ErrorKind::AlreadyExists {
+                std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    "a file already exists there; profiles are never overwritten (remove it or choose another output path)",
+                )
+            } else {
+                error
+            },
+        })?;
+    // open(2) applies the umask to the mode; fchmod(2) does not.
+    file.set_permissions(std::fs::Permissions::from_mode(0o644))
+        .map_err(|error| DbError::Io {
+            path: path.to_path_buf(),
+            error,
+        })
 }
 
 // SAFETY: a Writer exclusively owns its connection and every statement
@@ -1023,10 +1161,14 @@ unsafe impl Send for Writer {}
 
 impl Drop for Writer {
     fn drop(&mut self) {
-        if !self.finished && self.in_tx {
+        if !self.finished {
             // Best effort: keep what was collected when the owner forgot
-            // finish() or unwinds; errors cannot be reported from drop.
-            let _ = self.conn.execute_batch("COMMIT");
+            // finish() or unwinds, and leave a plain file as finish() does;
+            // errors cannot be reported from drop.
+            if self.in_tx {
+                let _ = self.conn.execute_batch("COMMIT");
+            }
+            let _ = self.leave_wal();
         }
     }
 }

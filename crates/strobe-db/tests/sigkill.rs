@@ -126,4 +126,55 @@ fn sigkill_mid_run_keeps_flushed_rows() {
         .query_row("SELECT \"end\" FROM processes", [], |r| r.get(0))
         .unwrap();
     assert_eq!(end, None);
+    drop(p);
+
+    // The killed writer left its WAL files; reading adds nothing beside
+    // them, and a read-write connection (post-run symbolization) folds them
+    // back into the file on close.
+    let beside = |dir: &std::path::Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        beside(dir.path()),
+        ["killed.db", "killed.db-shm", "killed.db-wal"]
+    );
+    // With its -shm and -wal present, it reads from a read-only directory.
+    let ro = tempfile::tempdir().unwrap();
+    let (src, dst) = (dir.path().to_str().unwrap(), ro.path().to_str().unwrap());
+    let mount = |args: &[&str]| {
+        Command::new("mount")
+            .args(args)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if mount(&["--bind", src, dst]) {
+        let ok = mount(&["-o", "remount,ro,bind", dst]);
+        let result = ok.then(|| {
+            Profile::open(&[ro.path().join("killed.db").to_str().unwrap()])
+                .map(|p| p.regions().unwrap().count())
+        });
+        let _ = Command::new("umount").arg(dst).status();
+        match result {
+            Some(n) => assert_eq!(n.unwrap(), regions.len()),
+            None => eprintln!("skipped the read-only part: cannot remount read-only"),
+        }
+    } else {
+        eprintln!("skipped the read-only part: bind mounts are not permitted here");
+    }
+    assert_eq!(
+        beside(dir.path()),
+        ["killed.db", "killed.db-shm", "killed.db-wal"]
+    );
+    strobe_db::symbols::unsymbolized_frames(&path).unwrap();
+    assert_eq!(beside(dir.path()), ["killed.db"]);
+    let p = Profile::open(&[path.to_str().unwrap()]).unwrap();
+    assert_eq!(p.regions().unwrap().count(), regions.len());
+    drop(p);
+    assert_eq!(beside(dir.path()), ["killed.db"]);
 }

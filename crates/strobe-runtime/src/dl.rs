@@ -1,15 +1,54 @@
-//! Unloading libraries: `dlclose` is wrapped so the unwinder forgets a
-//! module before its memory is unmapped.
+//! Loaded modules: telling the collector about them, and keeping the
+//! unwinder current when libraries come and go.
 //!
-//! `dlopen` is deliberately not wrapped: glibc resolves a `dlopen` relative
-//! to its caller (`RUNPATH`, namespaces), and a wrapper would make the
-//! runtime the caller. New modules are found instead by the sampler's
-//! allocator threads, which compare the loader's load/unload counters every
-//! poll interval and rebuild the unwinder when they change.
+//! `dlclose` is wrapped so the unwinder forgets a module before its memory
+//! is unmapped. `dlopen` is deliberately not wrapped: glibc resolves a
+//! `dlopen` relative to its caller (`RUNPATH`, namespaces), and a wrapper
+//! would make the runtime the caller. New modules are noticed instead when
+//! a thread is created or a library is closed, by
+//! comparing the loader's load/unload counters (cheap when nothing
+//! changed). Each module is announced once, as an event of the calling
+//! thread, before the unwinder that knows it is published.
 
+use crate::events::emit;
 use crate::interpose::{real, RealFn};
+use crate::state::Runtime;
+use std::sync::atomic::Ordering;
+use strobe_core::shm::wire::{as_bytes, event, ModuleBody};
 
 static REAL_DLCLOSE: RealFn = RealFn::new(c"dlclose");
+
+/// Writes every module of the unwinder's history not yet announced.
+pub fn announce_modules(rt: &Runtime) {
+    let Some(slot) = crate::threads::slot_of_current_thread(rt) else {
+        return;
+    };
+    let seen = strobe_sampler::snapshot::modules_seen();
+    let from = rt.announced_modules.swap(seen.len(), Ordering::AcqRel);
+    for m in seen.iter().skip(from) {
+        let body = ModuleBody {
+            bias: m.bias,
+            text_start: m.text.start,
+            text_end: m.text.end,
+            mapped_start: m.mapped.start,
+            mapped_end: m.mapped.end,
+            build_id_len: m.build_id.len() as u32,
+            reserved: 0,
+        };
+        let mut bytes = as_bytes(&body).to_vec();
+        bytes.extend_from_slice(&m.build_id);
+        bytes.extend_from_slice(m.path.as_bytes());
+        emit(rt, slot, event::MODULE, 0, 0, &bytes);
+    }
+}
+
+/// Rebuilds the unwinder if the loader's counters moved, and announces
+/// new modules.
+pub fn refresh_modules(rt: &Runtime) {
+    if strobe_sampler::snapshot::refresh_if_changed() {
+        announce_modules(rt);
+    }
+}
 
 /// The load address (link map `l_addr`) of a `dlopen` handle.
 fn load_bias(handle: *mut libc::c_void) -> Option<u64> {
@@ -38,24 +77,27 @@ fn load_bias(handle: *mut libc::c_void) -> Option<u64> {
 #[no_mangle]
 pub unsafe extern "C" fn dlclose(handle: *mut libc::c_void) -> libc::c_int {
     let real_dlclose = real!(REAL_DLCLOSE as fn(*mut libc::c_void) -> libc::c_int);
-    let closing = crate::state::owned()
-        .and_then(|_| load_bias(handle))
-        .and_then(|bias| {
-            strobe_sampler::modules()
-                .into_iter()
-                .find(|m| m.bias == bias && bias != 0)
-        });
-    if let Some(module) = &closing {
+    let rt = crate::state::owned();
+    let closing = rt.and_then(|_| load_bias(handle)).and_then(|bias| {
+        strobe_sampler::modules()
+            .into_iter()
+            .find(|m| m.bias == bias && bias != 0)
+    });
+    if let (Some(rt), Some(module)) = (rt, &closing) {
         let _ = std::panic::catch_unwind(|| {
-            strobe_sampler::snapshot::rebuild(Some(module.text.clone()))
+            strobe_sampler::snapshot::rebuild(Some(module.text.clone()));
+            announce_modules(rt);
         });
     }
     // SAFETY: forwarding the caller's handle.
     let rc = unsafe { real_dlclose(handle) };
     // Rebuild after every dlclose, not only when the handle's own module was
     // known: its dependencies may have been unmapped with it.
-    if crate::state::owned().is_some() {
-        let _ = std::panic::catch_unwind(|| strobe_sampler::snapshot::rebuild(None));
+    if let Some(rt) = rt {
+        let _ = std::panic::catch_unwind(|| {
+            strobe_sampler::snapshot::rebuild(None);
+            announce_modules(rt);
+        });
     }
     rc
 }

@@ -1,22 +1,26 @@
 //! `libstrobe_runtime.so`: what `strobe sample` preloads into the program.
 //!
-//! Start-up happens in two stages ([`start`]): the library constructor only
-//! reads settings; the `__libc_start_main` wrapper starts collecting just
-//! before `main`. The runtime interposes `pthread_create` (every program
-//! thread is registered and sampled; strobe's own threads are not), `fork`,
-//! the `exec` family, `_exit` and `dlclose`, handles fatal signals, and
-//! finalizes at exit.
+//! Start-up happens in two stages ([`start`]): the library constructor
+//! creates the process's shared segment and hands it to the collector; the
+//! `__libc_start_main` wrapper starts sampling just before `main`. The
+//! runtime interposes `pthread_create` (every program thread gets a slot
+//! and timers), `fork`, the `exec` family, `dlclose`, and the signal
+//! functions for its sampling signals only.
 //!
-//! This crate owns wiring: producers (sampler, user API) to the recorder,
-//! and the process life cycle. It must never print through Rust's stdio,
-//! start threads in its constructor, or let a panic cross into C.
+//! This crate owns wiring: producers (sampler, user API, tracing
+//! notifications) to the segment's rings, and the process life cycle. It
+//! only produces: after its constructor returns it holds no file
+//! descriptor and runs no thread (tool plugins, opt-in, are the one
+//! exception), and it never links SQLite. It must never print through
+//! Rust's stdio or let a panic cross into C.
 
+mod connect;
 mod dl;
-mod fatal;
+mod events;
 mod interpose;
 mod log;
 mod process;
-mod recorder;
+mod sigwrap;
 mod start;
 mod state;
 mod threads;

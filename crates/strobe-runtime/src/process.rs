@@ -1,25 +1,31 @@
-//! Process life-cycle wrappers: `fork`, the `exec` family, `_exit`.
+//! Process life-cycle wrappers: `fork` and the `exec` family.
 //!
 //! Owns what happens to the profile when the process forks (the child gets
-//! its own runtime and database, or stops profiling, per `fork_mode`), when
-//! it replaces its image (the profile is finished first; the new image is
-//! profiled through the inherited environment), and when it leaves without
-//! running `atexit` handlers. Never runs in a signal handler.
+//! a segment of its own, or stops profiling, per `fork_mode`) and when it
+//! replaces its image (the segment is marked, timers deleted and any of
+//! strobe's signals still pending on this thread consumed, so the new
+//! image never meets one; the note says why the new image will not be
+//! profiled when that can be seen from here). `_exit` needs no wrapper:
+//! everything collected is already in shared memory. Never runs in a
+//! signal handler.
 
 use crate::interpose::{real, RealFn};
-use crate::state::{current, finalize};
-
-use strobe_core::settings::Key;
+use std::ffi::CStr;
+use std::os::unix::ffi::OsStrExt;
+use strobe_core::shm::config::{COLLECTOR_ENV, CONFIG_ENV};
+use strobe_core::shm::segment::exec_reason;
 
 static REAL_FORK: RealFn = RealFn::new(c"fork");
 static REAL_EXECVE: RealFn = RealFn::new(c"execve");
 static REAL_EXECV: RealFn = RealFn::new(c"execv");
 static REAL_EXECVP: RealFn = RealFn::new(c"execvp");
 static REAL_EXECVPE: RealFn = RealFn::new(c"execvpe");
-static REAL_EXIT_NOW: RealFn = RealFn::new(c"_exit");
-static REAL_EXIT_NOW_C99: RealFn = RealFn::new(c"_Exit");
 
 type Argv = *const *const libc::c_char;
+
+extern "C" {
+    static environ: *const *const libc::c_char;
+}
 
 /// Interposes `fork`.
 ///
@@ -28,53 +34,132 @@ type Argv = *const *const libc::c_char;
 #[no_mangle]
 pub unsafe extern "C" fn fork() -> libc::pid_t {
     let real_fork = real!(REAL_FORK as fn() -> libc::pid_t);
-    let rt = crate::state::owned();
-    let settings = rt.map(|rt| rt.settings.clone());
-    let held = rt.map(|rt| rt.recorder.hold_for_fork());
+    let parent = crate::state::owned();
     // SAFETY: plain fork.
     let pid = unsafe { real_fork() };
     if pid == 0 {
-        // The parent's writer (and its lock) are abandoned here.
-        std::mem::forget(held);
-        let _ = std::panic::catch_unwind(|| after_fork_in_child(settings));
-    } else {
-        drop(held);
+        if let Some(parent) = parent {
+            let _ = std::panic::catch_unwind(|| after_fork_in_child(parent));
+        }
     }
     pid
 }
 
-fn after_fork_in_child(settings: Option<strobe_core::settings::Settings>) {
+fn after_fork_in_child(parent: &'static crate::state::Runtime) {
     strobe_core::thread::refresh_after_fork();
     strobe_sampler::snapshot::reset_after_fork();
-    crate::state::abandon_after_fork();
-    if let Some(settings) = settings {
-        if settings.text(Key::ForkMode) == "follow" {
-            crate::state::start(settings);
-        }
+    crate::state::abandon_after_fork(parent);
+    crate::events::clear_my_slot();
+    if parent.config.fork_follow {
+        crate::start::start_child(parent.config.clone());
     }
 }
 
-/// Finishes the profile before the image is replaced, and restarts it if
-/// the exec failed.
-fn around_exec(exec: impl FnOnce() -> libc::c_int) -> libc::c_int {
+/// The arguments of this process, from `/proc/self/cmdline`.
+pub fn own_arguments() -> Vec<Vec<u8>> {
+    std::fs::read("/proc/self/cmdline")
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|a| !a.is_empty())
+                .map(<[u8]>::to_vec)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether `envp` still carries strobe: the collector's address, the
+/// configuration and the runtime in `LD_PRELOAD`.
+fn environment_carries_strobe(envp: Argv) -> bool {
+    if envp.is_null() {
+        return false;
+    }
+    let mut found = [false; 3];
+    let mut i = 0;
+    loop {
+        // SAFETY: envp is a NULL-terminated array of C strings.
+        let p = unsafe { *envp.add(i) };
+        if p.is_null() {
+            break;
+        }
+        // SAFETY: each entry is NUL-terminated.
+        let entry = unsafe { CStr::from_ptr(p) }.to_bytes();
+        let starts = |name: &str| entry.starts_with(name.as_bytes()) && entry.get(name.len()) == Some(&b'=');
+        if starts(COLLECTOR_ENV) {
+            found[0] = true;
+        } else if starts(CONFIG_ENV) {
+            found[1] = true;
+        } else if starts("LD_PRELOAD") && entry.windows(14).any(|w| w == b"strobe_runtime") {
+            found[2] = true;
+        }
+        i += 1;
+    }
+    found.iter().all(|&f| f)
+}
+
+/// Finds `file` the way `execvp` does (a name without `/` is looked up in
+/// `PATH`).
+fn resolve(file: &[u8]) -> Vec<u8> {
+    if file.contains(&b'/') {
+        return file.to_vec();
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    for dir in path.as_encoded_bytes().split(|&c| c == b':') {
+        let mut candidate = if dir.is_empty() { b".".to_vec() } else { dir.to_vec() };
+        candidate.push(b'/');
+        candidate.extend_from_slice(file);
+        if std::path::Path::new(std::ffi::OsStr::from_bytes(&candidate)).is_file() {
+            return candidate;
+        }
+    }
+    file.to_vec()
+}
+
+/// Prepares for the image to be replaced, runs `exec`, and undoes the
+/// preparation if it failed.
+fn around_exec(file: *const libc::c_char, envp: Argv, exec: impl FnOnce() -> libc::c_int) -> libc::c_int {
     // In a vfork child (subprocess launchers use it) the runtime is the
     // parent's: touch nothing, just exec.
-    if crate::state::owned().is_none() {
+    let Some(rt) = crate::state::owned() else {
         return exec();
-    }
-    let settings = current().map(|rt| rt.settings.clone());
-    let _ = std::panic::catch_unwind(|| finalize("exec"));
+    };
+    let _ = std::panic::catch_unwind(|| {
+        let target = if file.is_null() {
+            Vec::new()
+        } else {
+            // SAFETY: exec's file argument is NUL-terminated.
+            resolve(unsafe { CStr::from_ptr(file) }.to_bytes())
+        };
+        let reason = if environment_carries_strobe(envp) {
+            strobe_core::shm::image::exec_reason_for(&target)
+        } else {
+            exec_reason::ENVIRONMENT
+        };
+        rt.segment.note_exec(&target, reason);
+        if let Some(s) = &rt.sampler {
+            s.stop();
+        }
+        crate::sigwrap::consume_pending_sampling_signals();
+    });
     let rc = exec();
-    // Only reached when the exec failed: profile on.
+    // Only reached when the exec failed: profiling goes on.
     let errno = std::io::Error::last_os_error();
-    if let Some(settings) = settings {
-        let _ = std::panic::catch_unwind(|| crate::state::start(settings));
-    }
+    let _ = std::panic::catch_unwind(|| {
+        rt.segment.exec_failed();
+        if let Some(s) = &rt.sampler {
+            s.restart();
+        }
+    });
     if let Some(code) = errno.raw_os_error() {
         // SAFETY: restoring errno for the caller.
         unsafe { *libc::__errno_location() = code };
     }
     rc
+}
+
+/// The process's environment (for the exec variants without `envp`).
+fn current_environment() -> Argv {
+    // SAFETY: reading glibc's `environ` pointer.
+    unsafe { environ }
 }
 
 /// Interposes `execve`.
@@ -85,7 +170,7 @@ fn around_exec(exec: impl FnOnce() -> libc::c_int) -> libc::c_int {
 pub unsafe extern "C" fn execve(path: *const libc::c_char, argv: Argv, envp: Argv) -> libc::c_int {
     let real_exec = real!(REAL_EXECVE as fn(*const libc::c_char, Argv, Argv) -> libc::c_int);
     // SAFETY: forwarding the caller's arguments.
-    around_exec(|| unsafe { real_exec(path, argv, envp) })
+    around_exec(path, envp, || unsafe { real_exec(path, argv, envp) })
 }
 
 /// Interposes `execv`.
@@ -96,7 +181,7 @@ pub unsafe extern "C" fn execve(path: *const libc::c_char, argv: Argv, envp: Arg
 pub unsafe extern "C" fn execv(path: *const libc::c_char, argv: Argv) -> libc::c_int {
     let real_exec = real!(REAL_EXECV as fn(*const libc::c_char, Argv) -> libc::c_int);
     // SAFETY: forwarding the caller's arguments.
-    around_exec(|| unsafe { real_exec(path, argv) })
+    around_exec(path, current_environment(), || unsafe { real_exec(path, argv) })
 }
 
 /// Interposes `execvp`.
@@ -107,7 +192,7 @@ pub unsafe extern "C" fn execv(path: *const libc::c_char, argv: Argv) -> libc::c
 pub unsafe extern "C" fn execvp(file: *const libc::c_char, argv: Argv) -> libc::c_int {
     let real_exec = real!(REAL_EXECVP as fn(*const libc::c_char, Argv) -> libc::c_int);
     // SAFETY: forwarding the caller's arguments.
-    around_exec(|| unsafe { real_exec(file, argv) })
+    around_exec(file, current_environment(), || unsafe { real_exec(file, argv) })
 }
 
 /// Interposes `execvpe`.
@@ -118,45 +203,7 @@ pub unsafe extern "C" fn execvp(file: *const libc::c_char, argv: Argv) -> libc::
 pub unsafe extern "C" fn execvpe(file: *const libc::c_char, argv: Argv, envp: Argv) -> libc::c_int {
     let real_exec = real!(REAL_EXECVPE as fn(*const libc::c_char, Argv, Argv) -> libc::c_int);
     // SAFETY: forwarding the caller's arguments.
-    around_exec(|| unsafe { real_exec(file, argv, envp) })
-}
-
-/// `_exit` skips `atexit`, and is often called from a signal handler or a
-/// forked child: only the async-signal-safe, time-bounded emergency flush
-/// runs (the collected data is committed; the end-of-run totals are not
-/// written). Nothing at all in a vfork child.
-fn save_before_exit_now() {
-    if crate::state::owned().is_some() {
-        crate::recorder::emergency_flush();
-    }
-}
-
-/// Interposes `_exit`: `atexit` handlers do not run, so save here.
-///
-/// # Safety
-/// Same contract as `_exit`.
-#[no_mangle]
-pub unsafe extern "C" fn _exit(status: libc::c_int) -> ! {
-    save_before_exit_now();
-    let real_exit = real!(REAL_EXIT_NOW as fn(libc::c_int) -> ());
-    // SAFETY: plain _exit.
-    unsafe { real_exit(status) };
-    // SAFETY: _exit does not return; abort if it somehow did.
-    unsafe { libc::abort() }
-}
-
-/// Interposes `_Exit` (the C99 spelling of `_exit`).
-///
-/// # Safety
-/// Same contract as `_Exit`.
-#[no_mangle]
-pub unsafe extern "C" fn _Exit(status: libc::c_int) -> ! {
-    save_before_exit_now();
-    let real_exit = real!(REAL_EXIT_NOW_C99 as fn(libc::c_int) -> ());
-    // SAFETY: plain _Exit.
-    unsafe { real_exit(status) };
-    // SAFETY: _Exit does not return; abort if it somehow did.
-    unsafe { libc::abort() }
+    around_exec(file, envp, || unsafe { real_exec(file, argv, envp) })
 }
 
 extern "C" {
@@ -188,3 +235,4 @@ pub extern "C" fn execlp() {
 pub extern "C" fn execle() {
     std::arch::naked_asm!("jmp {}", sym strobe_execle)
 }
+

@@ -1,48 +1,42 @@
-//! Start-up in two stages.
+//! Start-up in two stages, and start-up of a forked child.
 //!
 //! * Stage 1 runs as this library's constructor (`.init_array`), before the
-//!   program's `main` and possibly before other libraries are ready: it only
-//!   reads the settings from the environment and creates the thread-exit
-//!   key. It starts no thread.
+//!   program's `main`: it decodes the launcher's configuration, creates the
+//!   process's segment and hands it to the collector. It starts no thread
+//!   and every descriptor it opens is closed before it returns.
 //! * Stage 2 runs from the `__libc_start_main` wrapper, just before the
-//!   program's `main`: the database, the sampler, the main thread's timers,
-//!   and finalization at exit.
+//!   program's `main`: the sampler, the main thread, threads other
+//!   libraries started, and the tracing subscriber.
 //!
 //! Owns the ordering of start-up. Never runs in a signal handler.
 
 use crate::interpose::{real, RealFn};
+use crate::state::Runtime;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
-use strobe_core::settings::{Key, Settings, SettingsLoader};
+use strobe_core::clock::now_ns;
+use strobe_core::shm::config::{RuntimeConfig, COLLECTOR_ENV, CONFIG_ENV};
+use strobe_core::shm::segment::Segment;
+use strobe_core::shm::wire::{info, InfoWriter};
 
-/// Settings read by stage 1; `None` when they were invalid.
-static SETTINGS: OnceLock<Option<Settings>> = OnceLock::new();
+/// What stage 1 prepared for stage 2.
+struct Prepared {
+    config: RuntimeConfig,
+    segment: &'static Segment,
+}
+
+static PREPARED: OnceLock<Option<Prepared>> = OnceLock::new();
 
 /// Stage 1: this library's constructor. **Runs before `main`**: no thread is
 /// started here.
 extern "C" fn stage1(
-    _argc: libc::c_int,
-    _argv: *const *const libc::c_char,
+    argc: libc::c_int,
+    argv: *const *const libc::c_char,
     _envp: *const *const libc::c_char,
 ) {
     let _ = std::panic::catch_unwind(|| {
-        SETTINGS.get_or_init(|| match SettingsLoader::new().with_process_env().load() {
-            Ok(settings) => {
-                crate::log::set_verbosity(settings.int(Key::Verbose));
-                for warning in settings.warnings() {
-                    crate::log::emit(&format!("warning: {warning}"));
-                }
-                Some(settings)
-            }
-            Err(errors) => {
-                for line in errors.to_string().lines() {
-                    crate::log::emit(&format!("error: {line}"));
-                }
-                crate::log::emit("profiling is off for this process; fix the settings above");
-                None
-            }
-        });
         crate::threads::init_exit_key();
+        PREPARED.get_or_init(|| prepare(argc, argv));
     });
 }
 
@@ -50,6 +44,103 @@ extern "C" fn stage1(
 #[link_section = ".init_array"]
 static STAGE1: extern "C" fn(libc::c_int, *const *const libc::c_char, *const *const libc::c_char) =
     stage1;
+
+/// The arguments of this process.
+fn arguments(argc: libc::c_int, argv: *const *const libc::c_char) -> Vec<Vec<u8>> {
+    if argv.is_null() {
+        return Vec::new();
+    }
+    (0..argc.max(0) as usize)
+        .filter_map(|i| {
+            // SAFETY: glibc passes argc valid pointers in argv.
+            let p = unsafe { *argv.add(i) };
+            // SAFETY: each argument is NUL-terminated.
+            (!p.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes().to_vec())
+        })
+        .collect()
+}
+
+/// Decodes the configuration and hands a fresh segment to the collector.
+fn prepare(argc: libc::c_int, argv: *const *const libc::c_char) -> Option<Prepared> {
+    let config = match std::env::var(CONFIG_ENV) {
+        Ok(text) => match RuntimeConfig::decode(&text) {
+            Ok(c) => c,
+            Err(e) => {
+                crate::log::emit(&format!("profiling is off for this process: {e}"));
+                return None;
+            }
+        },
+        Err(_) => {
+            crate::log::emit(
+                "profiling is off for this process: it was not started by `strobe sample` \
+                 (no launcher configuration in the environment)",
+            );
+            return None;
+        }
+    };
+    crate::log::set_verbosity(config.verbose as i64);
+    let segment = create_segment(&config, &arguments(argc, argv))?;
+    Some(Prepared { config, segment })
+}
+
+/// Creates this process's segment, describes the process in it and hands
+/// it to the collector. `None` (and a message) when that fails.
+pub fn create_segment(config: &RuntimeConfig, args: &[Vec<u8>]) -> Option<&'static Segment> {
+    let Ok(collector) = std::env::var(COLLECTOR_ENV) else {
+        crate::log::emit("profiling is off for this process: no collector to send data to");
+        return None;
+    };
+    // SAFETY: getpid/getppid have no preconditions.
+    let (pid, ppid) = unsafe { (libc::getpid(), libc::getppid()) };
+    let (segment, fd) = match Segment::create(config.layout, pid, ppid, now_ns()) {
+        Ok(s) => s,
+        Err(e) => {
+            crate::log::emit(&format!("profiling is off for this process: cannot create its shared memory: {e}"));
+            return None;
+        }
+    };
+    segment.write_info(&describe_process(config, args));
+    if let Err(e) = crate::connect::hand_over(&collector, &fd) {
+        crate::log::emit(&format!(
+            "profiling is off for this process: cannot reach the collector ({e})"
+        ));
+        return None;
+    }
+    drop(fd);
+    Some(segment.leak())
+}
+
+/// The process information the collector records.
+fn describe_process(config: &RuntimeConfig, args: &[Vec<u8>]) -> Vec<u8> {
+    let mut w = InfoWriter::default();
+    if let Ok(exe) = std::fs::read_link("/proc/self/exe") {
+        w.put(info::EXE, exe.as_os_str().as_encoded_bytes());
+    }
+    for a in args {
+        w.put(info::ARG, a);
+    }
+    for (k, v) in std::env::vars_os() {
+        let k = k.to_string_lossy();
+        let recorded = (k.starts_with("STROBE_") && !k.starts_with("STROBE_INTERNAL_"))
+            || k == "LD_PRELOAD"
+            || k == "OMP_NUM_THREADS";
+        if recorded {
+            w.put(info::ENV, format!("{k}={}", v.to_string_lossy()).as_bytes());
+        }
+    }
+    let id = strobe_core::output_path::ProcessIdentity::current();
+    match strobe_core::output_path::expand_template(&config.output_file, &id) {
+        Ok(name) => {
+            w.put(info::DB_NAME, name.as_os_str().as_encoded_bytes());
+        }
+        Err(e) => {
+            w.put(info::WARNING, format!("output_file: {e}").as_bytes());
+        }
+    }
+    let start = strobe_core::clock::ClockSnapshot::take();
+    w.put(info::PROCESS_START_UNIX, &start.realtime_ns.to_le_bytes());
+    w.finish()
+}
 
 type MainFn =
     extern "C" fn(libc::c_int, *mut *mut libc::c_char, *mut *mut libc::c_char) -> libc::c_int;
@@ -100,17 +191,33 @@ extern "C" fn strobe_main(
     main(argc, argv, envp)
 }
 
-/// Stage 2: start collecting, and finalize at exit.
+/// Stage 2: start collecting.
 fn stage2() {
-    let Some(Some(settings)) = SETTINGS.get() else {
+    let Some(Some(prepared)) = PREPARED.get() else {
         return;
     };
-    crate::fatal::install();
-    crate::state::start(settings.clone());
-    // SAFETY: registering an extern "C" fn with atexit.
-    unsafe { libc::atexit(finalize_at_exit) };
+    let older = crate::threads::other_threads();
+    let rt = crate::state::publish(prepared.config.clone(), prepared.segment);
+    begin(rt, &older);
 }
 
-extern "C" fn finalize_at_exit() {
-    let _ = std::panic::catch_unwind(|| crate::state::finalize("exit"));
+/// What every new runtime does once published: the calling thread, the
+/// threads that already exist, tracing, tool plugins.
+pub fn begin(rt: &'static Runtime, older_threads: &[i32]) {
+    crate::dl::announce_modules(rt);
+    crate::threads::on_thread_start(rt, None);
+    crate::threads::adopt_threads(rt, older_threads);
+    if rt.config.tracing {
+        crate::tracing::attach();
+    }
+}
+
+/// In a forked child that follows: a new segment, a new runtime, this
+/// thread registered.
+pub fn start_child(config: RuntimeConfig) {
+    let Some(segment) = create_segment(&config, &crate::process::own_arguments()) else {
+        return;
+    };
+    let rt = crate::state::publish(config, segment);
+    begin(rt, &[]);
 }

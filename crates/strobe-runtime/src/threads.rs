@@ -1,15 +1,18 @@
 //! Threads: the `pthread_create` wrapper, per-thread start and exit, and
 //! threads that existed before the runtime started.
 //!
-//! Owns the thread trampoline (register, arm timers, run the program's start
-//! routine), the thread-exit hook (a pthread key destructor, so it also runs
-//! on `pthread_exit`), and the distinction between the program's threads
-//! (sampled) and strobe's own (start routine inside this library: never
-//! sampled). Never runs in a signal handler.
+//! Owns the thread trampoline (claim a slot, arm timers, run the program's
+//! start routine), the thread-exit hook (a pthread key destructor, so it
+//! also runs on `pthread_exit`), and the distinction between the program's
+//! threads (sampled) and strobe's own (tool plugins' threads: start routine
+//! inside this library, never sampled). Never runs in a signal handler.
 
+use crate::events::{emit, my_slot, set_my_slot};
 use crate::interpose::{real, RealFn};
 use crate::state::{current, Runtime};
 use std::sync::atomic::{AtomicU32, Ordering};
+use strobe_core::clock::now_ns;
+use strobe_core::shm::wire::event;
 use strobe_core::thread::{gettid, register_current, ThreadRole};
 
 static REAL_PTHREAD_CREATE: RealFn = RealFn::new(c"pthread_create");
@@ -35,7 +38,7 @@ pub fn init_exit_key() {
 
 extern "C" fn thread_exit_destructor(_value: *mut libc::c_void) {
     let _ = std::panic::catch_unwind(|| {
-        if let Some(rt) = current() {
+        if let Some(rt) = crate::state::owned() {
             on_thread_exit(rt);
         }
     });
@@ -65,6 +68,13 @@ pub unsafe extern "C" fn pthread_create(
         // SAFETY: forwarding the caller's arguments unchanged.
         return unsafe { real_create(thread, attr, start, arg) };
     }
+    // A library may have been loaded since the last look: new threads
+    // often run its code.
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(rt) = crate::state::owned() {
+            crate::dl::refresh_modules(rt);
+        }
+    });
     let trampoline = Box::into_raw(Box::new(Trampoline { start, arg }));
     // SAFETY: the trampoline box is handed to the new thread, which frees it.
     let rc = unsafe { real_create(thread, attr, thread_start, trampoline as *mut libc::c_void) };
@@ -87,19 +97,14 @@ extern "C" fn thread_start(p: *mut libc::c_void) -> *mut libc::c_void {
 }
 
 /// Registers the calling thread: strobe's own threads get an identity only;
-/// the program's threads are also sampled and recorded.
+/// the program's threads get a slot, a start event and timers.
 pub fn on_thread_start(rt: &Runtime, start_routine: Option<u64>) {
     if start_routine.is_some_and(|a| rt.own_text.contains(&a)) {
         register_current(ThreadRole::Strobe);
         return;
     }
-    let id = register_current(ThreadRole::Program);
-    rt.recorder.thread_started(&id);
-    if let Some(sampler) = &rt.sampler {
-        if let Err(e) = sampler.register_current_thread() {
-            crate::log::emit(&format!("thread {} is not sampled: {e}", id.tid));
-        }
-    }
+    register_current(ThreadRole::Program);
+    let _ = claim_for_current_thread(rt);
     let key = EXIT_KEY.load(Ordering::Acquire);
     if key != u32::MAX {
         // SAFETY: a live key; any non-null value makes the destructor run.
@@ -107,26 +112,53 @@ pub fn on_thread_start(rt: &Runtime, start_routine: Option<u64>) {
     }
 }
 
-/// Unregisters the calling thread: its timers are deleted and its samples
-/// flushed before it exits.
+/// The calling thread's slot, claiming one (and starting its sampling) if
+/// it has none: threads made without `pthread_create` are adopted on their
+/// first event. `None` when every slot is taken.
+pub fn slot_of_current_thread(rt: &Runtime) -> Option<u32> {
+    my_slot(rt).or_else(|| claim_for_current_thread(rt))
+}
+
+fn claim_for_current_thread(rt: &Runtime) -> Option<u32> {
+    let tid = gettid();
+    let slot = rt.segment.claim_slot(tid)?;
+    set_my_slot(rt, slot);
+    emit(rt, slot, event::THREAD_START, 0, now_ns(), &[]);
+    crate::sigwrap::note_current_mask(rt, slot);
+    if let Some(sampler) = &rt.sampler {
+        if let Err(e) = sampler.register_current_thread(slot) {
+            crate::log::log_at!(1, "thread {tid} is not sampled: {e}");
+        }
+    }
+    Some(slot)
+}
+
+/// Unregisters the calling thread: its timers are deleted, its end and
+/// name recorded, and its slot handed back for the collector to drain.
 pub fn on_thread_exit(rt: &Runtime) {
-    let Some(id) = strobe_core::thread::current() else {
+    let Some(slot) = my_slot(rt) else {
         return;
     };
-    if id.role != ThreadRole::Program {
-        return;
-    }
     if let Some(sampler) = &rt.sampler {
         sampler.unregister_current_thread();
     }
-    rt.recorder.thread_ended(&id, thread_name(id.tid));
+    let name = thread_name();
+    emit(rt, slot, event::THREAD_END, 0, now_ns(), &name);
+    crate::events::clear_my_slot();
+    rt.segment.end_slot(slot);
 }
 
-/// The kernel's name of thread `tid` of this process.
-pub fn thread_name(tid: i32) -> String {
-    std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
-        .map(|s| s.trim_end().to_string())
-        .unwrap_or_default()
+/// The kernel's name of the calling thread.
+pub fn thread_name() -> Vec<u8> {
+    let mut buf = [0u8; 16];
+    // SAFETY: a 16-byte buffer, as the kernel's names are.
+    let rc = unsafe {
+        libc::pthread_getname_np(libc::pthread_self(), buf.as_mut_ptr() as *mut libc::c_char, 16)
+    };
+    if rc != 0 {
+        return Vec::new();
+    }
+    buf.iter().copied().take_while(|&b| b != 0).collect()
 }
 
 /// Threads of this process other than the caller, by tid.
@@ -142,13 +174,17 @@ pub fn other_threads() -> Vec<i32> {
 }
 
 /// Samples threads that existed before stage 2 (started by other
-/// libraries' constructors): they are registered by tid.
+/// libraries' constructors): each gets a slot, registered by tid. Their
+/// own events, if they make any, go to a slot they claim themselves.
 pub fn adopt_threads(rt: &Runtime, tids: &[i32]) {
     for &tid in tids {
+        let Some(slot) = rt.segment.claim_slot(tid) else {
+            return;
+        };
+        // This thread is the slot's only writer until the thread ends.
+        emit(rt, slot, event::THREAD_START, 0, now_ns(), &[]);
         if let Some(sampler) = &rt.sampler {
-            if sampler.register_thread(tid).is_ok() {
-                rt.recorder.thread_adopted(tid);
-            }
+            let _ = sampler.register_thread(tid, slot);
         }
     }
 }

@@ -1,135 +1,96 @@
-//! Regions and markers: the user API's events, carried by `strobe-trace`.
+//! Tracing-framework notifications (XPTI-instrumented code sharing the
+//! process-wide `strobe-trace` framework) into the notifying thread's ring.
 //!
-//! Owns the runtime's `strobe` stream on the process-wide tracing framework,
-//! the recorder subscriber that captures every notification (strobe's own
-//! and those of XPTI-instrumented code sharing the framework), and the
-//! per-thread stack of open regions that turns `pop` into the matching end
-//! notification. Never runs in a signal handler.
+//! Owns the runtime's subscriber: for every stream it registers callbacks
+//! for the predefined trace-point types; each callback writes the
+//! notification as one event, preceded, the first time the thread meets an
+//! event, by the event's name. Never runs in a signal handler.
 
+use crate::events::emit;
+use crate::state::current;
+use crate::threads::slot_of_current_thread;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::ffi::CStr;
 use std::sync::Arc;
-use strobe_trace::recorder::Recorder as TraceRecorder;
-use strobe_trace::types::{activity, event_type, trace_point, StreamId};
-use strobe_trace::{Framework, PayloadSpec};
+use strobe_core::clock::now_ns;
+use strobe_core::shm::wire::{as_bytes, event, XptiBody};
+use strobe_trace::Notification;
+use strobe_trace::subscriber::{StreamInit, Subscriber};
+use strobe_trace::types::trace_point;
+use strobe_trace::Framework;
 
-/// Per-thread capacity of the trace recorder's queue (records).
-const QUEUE_RECORDS: usize = 1 << 16;
-
-/// The runtime's tracing state.
-pub struct Tracing {
-    framework: &'static Framework,
-    stream: StreamId,
-    /// The recorder; the writer drains it.
-    pub recorder: TraceRecorder,
-    paused: AtomicBool,
-    /// `pop` without a matching `push` on that thread.
-    pub unbalanced: AtomicU64,
-}
+const NAMED: usize = 128;
 
 thread_local! {
-    /// Open regions of this thread: (event unique id, instance).
-    static OPEN: RefCell<Vec<(u64, u64)>> = const { RefCell::new(Vec::new()) };
+    /// Event ids whose names this thread already wrote (direct-mapped),
+    /// with the runtime generation they were written for.
+    static NAMED_EVENTS: RefCell<[(u64, u64); NAMED]> = const { RefCell::new([(0, 0); NAMED]) };
 }
 
-impl Tracing {
-    /// Attaches the recorder to the process-wide framework and opens the
-    /// `strobe` stream.
-    pub fn start() -> Result<Tracing, String> {
+struct RingSubscriber;
+
+impl Subscriber for RingSubscriber {
+    fn name(&self) -> &str {
+        "strobe-runtime"
+    }
+
+    fn init(&self, framework: &Framework, stream: &StreamInit<'_>) {
+        for &t in trace_point::ALL_PREDEFINED {
+            let _ = framework.register_callback(stream.id, t, record);
+        }
+    }
+
+    fn finish(&self, _framework: &Framework, _stream_name: &CStr) {}
+}
+
+fn record(n: &Notification<'_>) {
+    let Some(rt) = current().filter(|rt| rt.config.tracing) else {
+        return;
+    };
+    let Some(slot) = slot_of_current_thread(rt) else {
+        return;
+    };
+    let uid = n.event.map_or(0, |e| e.unique_id);
+    if uid != 0 {
+        let fresh = NAMED_EVENTS
+            .try_with(|named| {
+                let mut named = named.borrow_mut();
+                let entry = &mut named[(uid as usize) % NAMED];
+                let fresh = *entry != (uid, rt.generation);
+                *entry = (uid, rt.generation);
+                fresh
+            })
+            .unwrap_or(true);
+        if fresh {
+            let name = n
+                .framework
+                .query_payload(uid)
+                .and_then(|p| p.name().map(|c| c.to_bytes().to_vec()))
+                .unwrap_or_default();
+            let mut bytes = uid.to_le_bytes().to_vec();
+            bytes.extend_from_slice(&name);
+            emit(rt, slot, event::XPTI_NAME, 0, 0, &bytes);
+        }
+    }
+    let body = XptiBody {
+        unique_id: uid,
+        parent_unique_id: n.parent.map_or(0, |e| e.unique_id),
+        instance: n.instance,
+        user_data: n.user_data as u64,
+        stream_id: n.stream as u32,
+        trace_type: n.trace_type,
+        reserved: 0,
+    };
+    emit(rt, slot, event::XPTI, 0, now_ns(), as_bytes(&body));
+}
+
+/// Subscribes to the process-wide framework (once per process image; a
+/// forked child inherits the subscription).
+pub fn attach() {
+    static ATTACHED: std::sync::Once = std::sync::Once::new();
+    ATTACHED.call_once(|| {
         let framework = strobe_trace::global();
-        let recorder = TraceRecorder::new(QUEUE_RECORDS);
-        framework.add_subscriber(Arc::new(recorder.clone()));
+        framework.add_subscriber(Arc::new(RingSubscriber));
         framework.set_enabled(true);
-        let stream = framework
-            .initialize_stream(b"strobe", 1, 0, b"1.0")
-            .map_err(|e| format!("cannot open the strobe trace stream: {e}"))?;
-        recorder.attach(framework, stream);
-        Ok(Tracing {
-            framework,
-            stream,
-            recorder,
-            paused: AtomicBool::new(false),
-            unbalanced: AtomicU64::new(0),
-        })
-    }
-
-    /// Opens a region named `name` on the calling thread.
-    pub fn push(&self, name: &[u8]) {
-        if self.paused.load(Ordering::Relaxed) || name.is_empty() {
-            return;
-        }
-        let spec = PayloadSpec {
-            name: Some(name),
-            ..Default::default()
-        };
-        let Ok((event, instance)) =
-            self.framework
-                .make_event(&spec, event_type::USER_DEFINED, activity::ACTIVE)
-        else {
-            return;
-        };
-        if self
-            .framework
-            .notify(
-                self.stream,
-                trace_point::REGION_BEGIN,
-                None,
-                Some(event),
-                instance,
-                std::ptr::null(),
-            )
-            .is_ok()
-        {
-            let _ = OPEN.try_with(|open| open.borrow_mut().push((event.unique_id(), instance)));
-        }
-    }
-
-    /// Closes the calling thread's innermost open region.
-    pub fn pop(&self) {
-        let top = OPEN.try_with(|open| open.borrow_mut().pop()).ok().flatten();
-        let Some((uid, instance)) = top else {
-            self.unbalanced.fetch_add(1, Ordering::Relaxed);
-            return;
-        };
-        if let Some(event) = self.framework.find_event(uid) {
-            let _ = self.framework.notify(
-                self.stream,
-                trace_point::REGION_END,
-                None,
-                Some(event),
-                instance,
-                std::ptr::null(),
-            );
-        }
-    }
-
-    /// Records an instant marker named `name`.
-    pub fn mark(&self, name: &[u8]) {
-        if self.paused.load(Ordering::Relaxed) || name.is_empty() {
-            return;
-        }
-        let spec = PayloadSpec {
-            name: Some(name),
-            ..Default::default()
-        };
-        if let Ok((event, instance)) =
-            self.framework
-                .make_event(&spec, event_type::USER_DEFINED, activity::ACTIVE)
-        {
-            let _ = self.framework.notify(
-                self.stream,
-                trace_point::SIGNAL,
-                None,
-                Some(event),
-                instance,
-                std::ptr::null(),
-            );
-        }
-    }
-
-    /// Stops or restarts recording new regions and markers (regions already
-    /// open still end).
-    pub fn set_paused(&self, paused: bool) {
-        self.paused.store(paused, Ordering::Relaxed);
-    }
+    });
 }

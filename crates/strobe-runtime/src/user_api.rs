@@ -2,11 +2,18 @@
 //! `include/strobe.h` and the `strobe-api` Rust crate look up once with
 //! `dlsym`. Without the runtime the lookup fails and every call is a no-op.
 //!
-//! Owns the table and the entry points; each catches panics and does nothing
-//! when the runtime is not running.
+//! Owns the table and the entry points; each writes one event into the
+//! calling thread's ring (no lock, no allocation once a name was seen on
+//! the thread), catches panics and does nothing when the runtime is not
+//! running.
 
-use crate::state::current;
-use std::ffi::{c_char, CStr};
+use crate::events::{emit, name_id};
+use crate::state::{current, Runtime};
+use crate::threads::slot_of_current_thread;
+use std::ffi::c_char;
+use std::sync::atomic::Ordering;
+use strobe_core::clock::now_ns;
+use strobe_core::shm::wire::event;
 
 /// Version of the table layout; grows only by appending entries.
 pub const API_VERSION: u32 = 1;
@@ -46,63 +53,73 @@ pub static strobe_runtime_api: StrobeApi = StrobeApi {
     resume,
 };
 
-fn bytes<'a>(name: *const c_char) -> Option<&'a [u8]> {
-    // SAFETY: the API takes NUL-terminated strings; null is refused.
-    (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) }.to_bytes())
+/// The runtime and the calling thread's slot, when regions are recorded.
+#[inline]
+fn recording() -> Option<(&'static Runtime, u32)> {
+    let rt = current()?;
+    if !rt.config.tracing || rt.paused.load(Ordering::Relaxed) {
+        return None;
+    }
+    Some((rt, slot_of_current_thread(rt)?))
 }
 
-extern "C" fn push_region(name: *const c_char) {
+fn named(kind: u16, name: *const c_char) {
+    if name.is_null() {
+        return;
+    }
     let _ = std::panic::catch_unwind(|| {
-        if let (Some(rt), Some(name)) = (current(), bytes(name)) {
-            if let Some(t) = &rt.tracing {
-                t.push(name);
-            }
+        if let Some((rt, slot)) = recording() {
+            // SAFETY: the API takes NUL-terminated strings; null was refused.
+            let id = unsafe { name_id(rt, slot, name) };
+            emit(rt, slot, kind, id, now_ns(), &[]);
         }
     });
 }
 
+extern "C" fn push_region(name: *const c_char) {
+    named(event::REGION_BEGIN, name);
+}
+
 extern "C" fn pop_region() {
     let _ = std::panic::catch_unwind(|| {
-        if let Some(t) = current().and_then(|rt| rt.tracing.as_ref()) {
-            t.pop();
+        // Regions opened before a pause still end.
+        let rt = current().filter(|rt| rt.config.tracing);
+        if let Some((rt, slot)) = rt.and_then(|rt| Some((rt, slot_of_current_thread(rt)?))) {
+            emit(rt, slot, event::REGION_END, 0, now_ns(), &[]);
         }
     });
 }
 
 extern "C" fn mark(name: *const c_char) {
-    let _ = std::panic::catch_unwind(|| {
-        if let (Some(rt), Some(name)) = (current(), bytes(name)) {
-            if let Some(t) = &rt.tracing {
-                t.mark(name);
-            }
-        }
-    });
+    named(event::MARK, name);
 }
 
 extern "C" fn set_thread_name(name: *const c_char) {
+    if name.is_null() {
+        return;
+    }
     let _ = std::panic::catch_unwind(|| {
-        let (Some(rt), Some(name)) = (current(), bytes(name)) else {
-            return;
-        };
-        let name = String::from_utf8_lossy(name).into_owned();
+        // SAFETY: NUL-terminated, non-null.
+        let bytes = unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes();
         // The kernel keeps at most 15 bytes (plus NUL).
-        let mut short: Vec<u8> = name.as_bytes().iter().copied().take(15).collect();
+        let mut short: Vec<u8> = bytes.iter().copied().take(15).collect();
         short.push(0);
         // SAFETY: naming the calling thread with a NUL-terminated string.
         unsafe { libc::pthread_setname_np(libc::pthread_self(), short.as_ptr() as *const c_char) };
-        rt.recorder
-            .thread_named(strobe_core::thread::gettid(), name);
+        if let Some(rt) = current() {
+            if let Some(slot) = slot_of_current_thread(rt) {
+                emit(rt, slot, event::THREAD_NAME, 0, now_ns(), bytes);
+            }
+        }
     });
 }
 
 extern "C" fn pause() {
     let _ = std::panic::catch_unwind(|| {
         if let Some(rt) = current() {
+            rt.paused.store(true, Ordering::Relaxed);
             if let Some(s) = &rt.sampler {
                 s.pause();
-            }
-            if let Some(t) = &rt.tracing {
-                t.set_paused(true);
             }
         }
     });
@@ -111,11 +128,9 @@ extern "C" fn pause() {
 extern "C" fn resume() {
     let _ = std::panic::catch_unwind(|| {
         if let Some(rt) = current() {
+            rt.paused.store(false, Ordering::Relaxed);
             if let Some(s) = &rt.sampler {
                 s.resume();
-            }
-            if let Some(t) = &rt.tracing {
-                t.set_paused(false);
             }
         }
     });

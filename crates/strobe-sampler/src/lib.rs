@@ -5,26 +5,33 @@
 //! `SIGEV_THREAD_ID`) on its CPU-time clock and/or the monotonic clock. The
 //! timer's signal runs [`handler`]'s code on that thread, which unwinds the
 //! interrupted stack with framehop (modules read from memory, never from
-//! files) into the thread's own `mmap`'d ring. Allocator threads drain the
-//! rings and hand each [`Sample`] to a [`SampleSink`], or spool them to
-//! temporary files until the sampler stops.
+//! files) into the thread's sample ring in the process's shared segment
+//! (`strobe_core::shm`). The collector, in another process, drains the
+//! rings ([`drain`]).
 //!
-//! This crate owns timers, the handler, unwinding, rings and allocator
-//! threads. It never writes databases, never symbolizes, and never
+//! This crate owns timers, the handler, unwinding and the sampling
+//! signals' dispositions ([`signals`]). It runs no thread, holds no file
+//! descriptor, never writes databases, never symbolizes, and never
 //! allocates, locks or formats inside the signal handler.
 
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+compile_error!(
+    "strobe-sampler reads x86-64 Linux signal contexts (siginfo offsets, REG_RIP); \
+     other targets are not supported yet"
+);
+
+pub mod drain;
 mod handler;
 pub mod modules;
-mod record;
-pub mod ring;
 mod sampler;
+pub mod signals;
 pub mod snapshot;
 pub mod timer;
 pub mod unwind;
 
+pub use drain::{drain_samples, Sample, SampleSink};
 pub use modules::ModuleInfo;
-pub use record::{Sample, SampleSink};
-pub use sampler::{Sampler, SamplerConfig, SamplerError, SamplerStats, TimerConfig};
+pub use sampler::{Sampler, SamplerConfig, SamplerError, TimerConfig};
 pub use timer::TimerClock;
 
 /// The modules of the current unwinder snapshot (path, load bias, address

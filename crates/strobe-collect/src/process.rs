@@ -1,0 +1,470 @@
+//! One process of the run, as the collector follows it: its segment, its
+//! pidfd, what its rings held so far, and its database once it recorded
+//! something.
+//!
+//! Owns draining (event rings before sample rings, so threads, names and
+//! modules precede the samples that need them), freeing the slots of ended
+//! threads, the `sampling_on` flags (delays, durations, time windows), and
+//! finishing: run totals and notes into the database, an empty profile
+//! removed. Never trusts the segment's contents beyond the ring checks.
+
+use crate::profile::{Module, Profile};
+use crate::Options;
+use std::collections::{HashMap, HashSet};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use strobe_core::clock::now_ns;
+use strobe_core::shm::segment::{exec_reason, slot_state, state, Segment};
+use strobe_core::shm::wire::{decode_event, event, info, info_entries, read, ModuleBody, XptiBody};
+use strobe_core::timewindow::{ClockReader, WindowClock, WindowEvaluator};
+use strobe_db::{ProcessInfo, WriterOptions};
+use strobe_sampler::{drain_samples, Sample, SampleSink};
+
+/// What the runtime said about the process.
+pub struct Described {
+    pub exe: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub db_name: PathBuf,
+    pub start_unix_ns: u64,
+    pub warnings: Vec<String>,
+}
+
+fn describe(segment: &Segment) -> Described {
+    let mut d = Described {
+        exe: String::new(),
+        args: Vec::new(),
+        env: Vec::new(),
+        db_name: PathBuf::new(),
+        start_unix_ns: 0,
+        warnings: Vec::new(),
+    };
+    let bytes = segment.info();
+    for (key, value) in info_entries(&bytes) {
+        let text = String::from_utf8_lossy(value).into_owned();
+        match key {
+            info::EXE => d.exe = text,
+            info::ARG => d.args.push(text),
+            info::ENV => {
+                if let Some((k, v)) = text.split_once('=') {
+                    d.env.push((k.to_string(), v.to_string()));
+                }
+            }
+            info::DB_NAME => d.db_name = PathBuf::from(text),
+            info::PROCESS_START_UNIX => {
+                d.start_unix_ns = value.try_into().map(u64::from_le_bytes).unwrap_or(0)
+            }
+            info::WARNING => d.warnings.push(text),
+            _ => {}
+        }
+    }
+    if d.db_name.as_os_str().is_empty() || d.db_name.is_absolute() || d.db_name.components().any(|c| c == std::path::Component::ParentDir) {
+        d.db_name = PathBuf::from(format!("{}.db", segment.header().pid));
+    }
+    d
+}
+
+/// One followed process image.
+pub struct Process {
+    pub pid: i32,
+    pub segment: Segment,
+    pub pidfd: OwnedFd,
+    pub described: Described,
+    profile: Option<Profile>,
+    modules: Vec<Module>,
+    strings: HashMap<u32, String>,
+    xpti_names: HashMap<u64, String>,
+    thread_starts: HashMap<i32, u64>,
+    notes: Vec<String>,
+    blocked_reported: HashSet<i32>,
+    windows: WindowEvaluator,
+    pub exited: bool,
+    last_commit: u64,
+    /// Counters of slots already freed: taken, lost (full), lost
+    /// (nested), overruns, incomplete.
+    totals: [u64; 5],
+}
+
+/// CPU time of another process, for time windows on CPU clocks.
+struct ProcessClocks(i32);
+
+impl ClockReader for ProcessClocks {
+    fn read_ns(&self, clock: WindowClock) -> u64 {
+        match clock {
+            WindowClock::Realtime => strobe_core::clock::now_ns(),
+            _ => {
+                // The kernel's process CPU clock of pid: ((~pid) << 3) | 2
+                // (CPUCLOCK_SCHED).
+                strobe_core::clock::read_clock_ns(((!self.0) << 3) | 2)
+            }
+        }
+    }
+}
+
+/// Routes drained samples into the profile.
+struct Sink<'a> {
+    profile: &'a mut Profile,
+    modules: &'a [Module],
+}
+
+impl SampleSink for Sink<'_> {
+    fn deliver(&mut self, s: &Sample<'_>) {
+        let r = self.profile.sample(s, self.modules);
+        self.profile.note(r);
+    }
+}
+
+impl Process {
+    /// Starts following a process whose segment arrived.
+    pub fn new(pid: i32, segment: Segment, pidfd: OwnedFd, options: &Options) -> Process {
+        let described = describe(&segment);
+        let clocks = ProcessClocks(pid);
+        Process {
+            pid,
+            windows: WindowEvaluator::start(&options.windows, &clocks),
+            segment,
+            pidfd,
+            described,
+            profile: None,
+            modules: Vec::new(),
+            strings: HashMap::new(),
+            xpti_names: HashMap::new(),
+            thread_starts: HashMap::new(),
+            notes: Vec::new(),
+            blocked_reported: HashSet::new(),
+            exited: false,
+            last_commit: now_ns(),
+            totals: [0; 5],
+        }
+    }
+
+    /// The command line, for messages.
+    pub fn command(&self) -> String {
+        if self.described.args.is_empty() {
+            self.described.exe.clone()
+        } else {
+            self.described.args.join(" ")
+        }
+    }
+
+    /// The pidfd to poll for the process's end.
+    pub fn pidfd(&self) -> i32 {
+        self.pidfd.as_raw_fd()
+    }
+
+    fn profile(&mut self, options: &Options) -> Option<&mut Profile> {
+        if self.profile.is_none() {
+            let h = self.segment.header();
+            let process = ProcessInfo {
+                pid: self.pid as u32,
+                ppid: h.ppid as u32,
+                init_ns: h.start_ns,
+                start_ns: h.start_ns,
+                start_unix_ns: self.described.start_unix_ns,
+                command: self.command(),
+                environment: self.described.env.clone(),
+            };
+            let path = options.run_dir.join(&self.described.db_name);
+            let writer_options = WriterOptions {
+                flush_interval: options.flush_interval,
+                settings: options.settings.clone(),
+                ..WriterOptions::default()
+            };
+            match Profile::create(&path, &process, writer_options) {
+                Ok(mut p) => {
+                    for (tid, at) in &self.thread_starts {
+                        let r = p.thread(*tid, Some(*at)).map(|_| ());
+                        p.note(r);
+                    }
+                    self.profile = Some(p);
+                }
+                Err(e) => {
+                    self.notes.push(format!("cannot write its profile {}: {e}", path.display()));
+                    return None;
+                }
+            }
+        }
+        self.profile.as_mut()
+    }
+
+    /// Sets the samplers' on/off flags from delays, durations and windows.
+    pub fn control(&mut self, options: &Options) {
+        let elapsed = now_ns().saturating_sub(self.segment.header().start_ns);
+        let windows_on = self.windows.is_on(&ProcessClocks(self.pid));
+        for (i, timing) in options.timing.iter().enumerate() {
+            let on = windows_on
+                && elapsed >= timing.delay_ns
+                && (timing.duration_ns == 0 || elapsed < timing.delay_ns + timing.duration_ns);
+            self.segment.header().sampling_on[i].store(u32::from(on), Ordering::Relaxed);
+        }
+    }
+
+    /// Moves everything out of the rings into the database.
+    pub fn drain(&mut self, options: &Options) {
+        let slots = self.segment.slots_in_use();
+        for i in 0..slots {
+            let slot = self.segment.slot(i);
+            if slot.state.load(Ordering::Acquire) == slot_state::FREE {
+                continue;
+            }
+            let tid = slot.tid.load(Ordering::Acquire);
+            let blocked = slot.blocked_ever.load(Ordering::Relaxed) != 0;
+            self.drain_events(i, tid, options);
+            if blocked && self.blocked_reported.insert(tid) {
+                self.notes.push(format!(
+                    "thread {tid} blocked the sampling signal: it was not sampled while it was blocked"
+                ));
+            }
+        }
+        for i in 0..slots {
+            let slot = self.segment.slot(i);
+            let state = slot.state.load(Ordering::Acquire);
+            if state == slot_state::FREE {
+                continue;
+            }
+            let ring = self.segment.sample_ring(i);
+            if ring.used() > 0 {
+                let modules = std::mem::take(&mut self.modules);
+                if let Some(profile) = self.profile(options) {
+                    let mut sink = Sink {
+                        profile,
+                        modules: &modules,
+                    };
+                    if drain_samples(&ring, &mut sink).is_err() {
+                        self.notes.push(format!("slot {i}: a corrupt sample record was skipped"));
+                    }
+                }
+                self.modules = modules;
+            }
+            if state == slot_state::ENDED
+                && ring.used() == 0
+                && self.segment.event_ring(i).used() == 0
+            {
+                self.retire_counters(i);
+                self.segment.free_slot(i);
+            }
+        }
+        let now = now_ns();
+        if now - self.last_commit >= options.flush_interval.as_nanos() as u64 {
+            self.last_commit = now;
+            if let Some(p) = &mut self.profile {
+                p.commit();
+            }
+        }
+    }
+
+    /// Counters of slots that were freed, so totals survive slot reuse.
+    fn retire_counters(&mut self, i: u32) {
+        let slot = self.segment.slot(i);
+        for (t, c) in self.totals.iter_mut().zip([
+            &slot.taken,
+            &slot.lost_full,
+            &slot.lost_reentrant,
+            &slot.overruns,
+            &slot.incomplete,
+        ]) {
+            *t += c.load(Ordering::Relaxed);
+        }
+    }
+
+    fn drain_events(&mut self, i: u32, tid: i32, options: &Options) {
+        let ring = self.segment.event_ring(i);
+        if ring.used() == 0 {
+            return;
+        }
+        let mut records: Vec<(u16, u32, u64, Vec<u8>)> = Vec::new();
+        let drained = ring.drain(|payload| {
+            if let Some(e) = decode_event(payload) {
+                records.push((e.head.kind, e.head.arg, e.head.timestamp_ns, e.bytes.to_vec()));
+            }
+        });
+        if drained.is_err() {
+            self.notes.push(format!("thread {tid}: a corrupt event record was skipped"));
+        }
+        for (kind, arg, at, bytes) in records {
+            self.event(tid, kind, arg, at, &bytes, options);
+        }
+    }
+
+    fn event(&mut self, tid: i32, kind: u16, arg: u32, at: u64, bytes: &[u8], options: &Options) {
+        let text = || String::from_utf8_lossy(bytes).into_owned();
+        match kind {
+            event::THREAD_START => {
+                self.thread_starts.insert(tid, at);
+                if let Some(p) = &mut self.profile {
+                    let r = p.thread(tid, Some(at)).map(|_| ());
+                    p.note(r);
+                }
+            }
+            event::THREAD_END => {
+                if let Some(p) = &mut self.profile {
+                    let r = p.end_thread(tid, &text(), at);
+                    p.note(r);
+                }
+            }
+            event::THREAD_NAME => {
+                if let Some(p) = self.profile(options) {
+                    let r = p.name_thread(tid, &text());
+                    p.note(r);
+                }
+            }
+            event::STRING => {
+                self.strings.insert(arg, text());
+            }
+            event::REGION_BEGIN | event::MARK => {
+                let name = self.strings.get(&arg).cloned().unwrap_or_else(|| format!("string {arg}"));
+                if let Some(p) = self.profile(options) {
+                    let r = if kind == event::MARK {
+                        p.mark(tid, &name, at)
+                    } else {
+                        p.region_begin(tid, &name, at)
+                    };
+                    p.note(r);
+                }
+            }
+            event::REGION_END => {
+                if let Some(p) = &mut self.profile {
+                    let r = p.region_end(tid, at);
+                    p.note(r);
+                }
+            }
+            event::XPTI_NAME => {
+                if bytes.len() >= 8 {
+                    let uid = u64::from_le_bytes(bytes[..8].try_into().unwrap_or_default());
+                    self.xpti_names
+                        .insert(uid, String::from_utf8_lossy(&bytes[8..]).into_owned());
+                }
+            }
+            event::XPTI => {
+                let Some(x) = read::<XptiBody>(bytes) else {
+                    return;
+                };
+                let name = self.xpti_name(x.unique_id);
+                if let Some(p) = self.profile(options) {
+                    let r = p.xpti(tid, x.trace_type, x.unique_id, x.instance, &name, at);
+                    p.note(r);
+                }
+            }
+            event::MODULE => {
+                let Some(m) = read::<ModuleBody>(bytes) else {
+                    return;
+                };
+                let rest = &bytes[std::mem::size_of::<ModuleBody>()..];
+                let id_len = (m.build_id_len as usize).min(rest.len());
+                let module = Module {
+                    build_id: rest[..id_len].iter().map(|b| format!("{b:02x}")).collect(),
+                    path: String::from_utf8_lossy(&rest[id_len..]).into_owned(),
+                    bias: m.bias,
+                    text: m.text_start..m.text_end,
+                    mapped: m.mapped_start..m.mapped_end,
+                };
+                if !self.modules.contains(&module) {
+                    self.modules.push(module);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn xpti_name(&self, uid: u64) -> String {
+        self.xpti_names
+            .get(&uid)
+            .cloned()
+            .unwrap_or_else(|| format!("event {uid}"))
+    }
+
+    /// Whether the process replaced its image and that image is the one
+    /// `pid` now runs under a new segment.
+    pub fn replaced_by_exec(&self) -> bool {
+        self.segment.header().state.load(Ordering::Acquire) == state::EXEC
+    }
+
+    /// Final drain, totals, notes; closes or removes the database. Returns
+    /// the database path (if one is kept) and the notes for the run
+    /// summary.
+    pub fn finish(mut self, options: &Options, superseded: bool) -> (Option<PathBuf>, Vec<String>) {
+        self.drain(options);
+        // Twice: the first pass may have freed slots whose events came last.
+        self.drain(options);
+        if !superseded && self.replaced_by_exec() {
+            let (target, reason) = self.segment.exec_note();
+            let target = String::from_utf8_lossy(&target).into_owned();
+            self.notes.push(format!(
+                "not profiled: it ran {target}: {}",
+                exec_reason::describe(reason)
+            ));
+        }
+        let h = self.segment.header();
+        let exhausted = h.slots_exhausted.load(Ordering::Relaxed);
+        let dropped = h.events_dropped.load(Ordering::Relaxed);
+        let waits = h.event_waits.load(Ordering::Relaxed);
+        let wait_ns = h.event_wait_ns.load(Ordering::Relaxed);
+        if exhausted > 0 {
+            self.notes.push(format!(
+                "{exhausted} threads were not profiled: more than {} threads were alive at once",
+                self.segment.layout().slots
+            ));
+        }
+        if dropped > 0 {
+            self.notes.push(format!("{dropped} region/marker/tracing records were dropped"));
+        }
+        for i in 0..self.segment.slots_in_use() {
+            if self.segment.slot(i).state.load(Ordering::Acquire) != slot_state::FREE {
+                self.retire_counters(i);
+            }
+        }
+        for w in self.described.warnings.clone() {
+            self.notes.push(w);
+        }
+        let needs_file = !self.notes.is_empty();
+        if needs_file {
+            let _ = self.profile(options);
+        }
+        let Some(mut profile) = self.profile.take() else {
+            return (None, self.notes);
+        };
+        let end = now_ns();
+        let names = self.xpti_names.clone();
+        profile.close_open_regions(end, |uid| {
+            names.get(&uid).cloned().unwrap_or_else(|| format!("event {uid}"))
+        });
+        for m in &self.modules {
+            let r = profile.add_module(m);
+            profile.note(r);
+        }
+        let t = self.totals;
+        for (name, value) in [
+            ("sampler.samples_taken", t[0]),
+            ("sampler.samples_lost", t[1] + t[2]),
+            ("sampler.timer_overruns", t[3]),
+            ("sampler.incomplete_stacks", t[4]),
+            ("buffer.records_dropped", dropped),
+            ("collector.event_waits", waits),
+            ("collector.event_wait_ns", wait_ns),
+        ] {
+            profile.setting(name, &value.to_string());
+        }
+        for (i, note) in self.notes.iter().enumerate() {
+            profile.setting(&format!("not_profiled.{i}"), note);
+        }
+        if let Some(e) = &profile.error {
+            self.notes.push(format!("some records could not be written: {e}"));
+        }
+        let rows = profile.rows;
+        let path = profile.path().to_path_buf();
+        match profile.finish(end) {
+            Ok(_) if rows == 0 && !needs_file => {
+                // A process that recorded nothing (a shell forked just to
+                // exec, say) leaves no database behind.
+                let _ = std::fs::remove_file(&path);
+                (None, self.notes)
+            }
+            Ok(_) => (Some(path), self.notes),
+            Err(e) => {
+                self.notes.push(format!("cannot finish {}: {e}", path.display()));
+                (Some(path), self.notes)
+            }
+        }
+    }
+}

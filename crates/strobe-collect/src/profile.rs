@@ -1,0 +1,382 @@
+//! One process's profile database, written from what its rings held.
+//!
+//! Owns turning records into rows: samples with their call stacks as
+//! (module, relative pc) frames, begin/end pairs as regions, markers,
+//! tracing notifications, thread life and names, modules, and the counter
+//! series derived from samples (peak RSS, thread CPU time). Never runs in
+//! the profiled process; never symbolizes (the CLI does that after the run).
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use strobe_db::{
+    Arg, CounterId, CounterInfo, DbError, ModuleId, ModuleInfo, ProcessInfo, Region, StackFrame,
+    StringId, ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions,
+};
+use strobe_sampler::Sample;
+
+/// A module as the runtime announced it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Module {
+    /// File path.
+    pub path: String,
+    /// Load bias.
+    pub bias: u64,
+    /// Executable range.
+    pub text: std::ops::Range<u64>,
+    /// Whole mapped range.
+    pub mapped: std::ops::Range<u64>,
+    /// Build id as lower-case hex (may be empty).
+    pub build_id: String,
+}
+
+/// Thread CPU time is written at most this often per thread.
+const CPU_COUNTER_INTERVAL_NS: u64 = 100_000_000;
+
+/// The writer and what it needs to turn records into rows.
+pub struct Profile {
+    writer: Writer,
+    threads: HashMap<i32, (ThreadRef, TrackId)>,
+    /// Threads named through the user API (their name is kept at exit).
+    named: HashSet<i32>,
+    /// Executable ranges of modules in the database: (start, end, bias, id).
+    ranges: Vec<(u64, u64, u64, ModuleId)>,
+    written_modules: Vec<Module>,
+    /// Open regions per thread: (name, start).
+    stacks: HashMap<i32, Vec<(StringId, u64)>>,
+    /// Open tracing begin/end pairs: (tid, unique id, instance) → (start, depth).
+    open: HashMap<(i32, u64, u64), (u64, u32)>,
+    depth: HashMap<i32, u32>,
+    texts: HashMap<String, StringId>,
+    frames: Vec<StackFrame>,
+    rss_counter: Option<CounterId>,
+    cpu_counter: Option<CounterId>,
+    last_rss_kb: u64,
+    last_cpu_write: HashMap<i32, u64>,
+    /// The first error; later records are still attempted.
+    pub error: Option<String>,
+    /// Samples and regions written.
+    pub rows: u64,
+}
+
+type Result<T> = std::result::Result<T, DbError>;
+
+impl Profile {
+    /// Creates the database at `path` (or the first free `.1`, `.2`, …
+    /// beside it).
+    pub fn create(path: &Path, process: &ProcessInfo, options: WriterOptions) -> Result<Profile> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|error| DbError::Io {
+                path: parent.to_path_buf(),
+                error,
+            })?;
+        }
+        Ok(Profile {
+            writer: Writer::create_unique(path, process, options)?,
+            threads: HashMap::new(),
+            named: HashSet::new(),
+            ranges: Vec::new(),
+            written_modules: Vec::new(),
+            stacks: HashMap::new(),
+            open: HashMap::new(),
+            depth: HashMap::new(),
+            texts: HashMap::new(),
+            frames: Vec::new(),
+            rss_counter: None,
+            cpu_counter: None,
+            last_rss_kb: 0,
+            last_cpu_write: HashMap::new(),
+            error: None,
+            rows: 0,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        self.writer.path()
+    }
+
+    /// Remembers the first failure.
+    pub fn note(&mut self, r: Result<()>) {
+        if let Err(e) = r {
+            if self.error.is_none() {
+                self.error = Some(e.to_string());
+            }
+        }
+    }
+
+    /// The thread's row and sample track, created on first use.
+    pub fn thread(&mut self, tid: i32, start: Option<u64>) -> Result<(ThreadRef, TrackId)> {
+        if let Some(t) = self.threads.get(&tid) {
+            return Ok(*t);
+        }
+        let thread = self.writer.add_thread(&ThreadInfo {
+            tid: tid as u32,
+            name: None,
+            start_ns: start,
+        })?;
+        let track = self.writer.add_track(Some(thread), "samples")?;
+        self.threads.insert(tid, (thread, track));
+        Ok((thread, track))
+    }
+
+    /// The program named a thread.
+    pub fn name_thread(&mut self, tid: i32, name: &str) -> Result<()> {
+        let (thread, _) = self.thread(tid, None)?;
+        self.named.insert(tid);
+        self.writer.set_thread_name(thread, name)
+    }
+
+    /// A thread ended with the kernel name `name`.
+    pub fn end_thread(&mut self, tid: i32, name: &str, at: u64) -> Result<()> {
+        let (thread, _) = self.thread(tid, None)?;
+        if !name.is_empty() && !self.named.contains(&tid) {
+            self.writer.set_thread_name(thread, name)?;
+        }
+        self.writer.end_thread(thread, at)
+    }
+
+    fn find(&self, pc: u64) -> Option<(Option<ModuleId>, u64)> {
+        let i = self.ranges.partition_point(|&(start, _, _, _)| start <= pc);
+        let (_, end, bias, id) = *self.ranges.get(i.checked_sub(1)?)?;
+        (pc < end).then(|| (Some(id), pc - bias))
+    }
+
+    /// Writes a module (once).
+    pub fn add_module(&mut self, m: &Module) -> Result<()> {
+        if self.written_modules.contains(m) {
+            return Ok(());
+        }
+        let id = self.writer.add_module(&ModuleInfo {
+            path: &m.path,
+            build_id: (!m.build_id.is_empty()).then_some(m.build_id.as_str()),
+            load_address: m.bias,
+            size: m.mapped.end - m.mapped.start,
+            file_offset: 0,
+            load_ns: None,
+        })?;
+        // A reloaded library may reuse an address range: the newest wins.
+        self.ranges
+            .retain(|&(s, e, _, _)| e <= m.text.start || s >= m.text.end);
+        let at = self.ranges.partition_point(|&(s, _, _, _)| s < m.text.start);
+        self.ranges.insert(at, (m.text.start, m.text.end, m.bias, id));
+        self.written_modules.push(m.clone());
+        Ok(())
+    }
+
+    /// One sample; `modules` are every module the process announced.
+    pub fn sample(&mut self, s: &Sample<'_>, modules: &[Module]) -> Result<()> {
+        let (_, track) = self.thread(s.tid, None)?;
+        let mut frames = std::mem::take(&mut self.frames);
+        frames.clear();
+        for (i, &pc) in s.frames.iter().enumerate() {
+            // Return addresses point after the call: look the caller up at
+            // the call instruction.
+            let at = if i == 0 { pc } else { pc.saturating_sub(1) };
+            let hit = match self.find(at) {
+                Some(hit) => Some(hit),
+                None => match modules.iter().find(|m| m.text.contains(&at)) {
+                    Some(m) => {
+                        self.add_module(m)?;
+                        self.find(at)
+                    }
+                    None => None,
+                },
+            };
+            let (module, rel_pc) = hit.unwrap_or((None, at));
+            frames.push(StackFrame { module, rel_pc });
+        }
+        let result = self
+            .writer
+            .append_sample(track, s.timestamp_ns, &frames)
+            .map(|_| ());
+        self.frames = frames;
+        result?;
+        self.rows += 1;
+        self.sample_metrics(s, track)
+    }
+
+    /// Peak RSS (when it grows) and the thread's CPU time (at most every
+    /// 100 ms per thread) as counter series.
+    fn sample_metrics(&mut self, s: &Sample<'_>, track: TrackId) -> Result<()> {
+        if s.peak_rss_kb > self.last_rss_kb {
+            self.last_rss_kb = s.peak_rss_kb;
+            let counter = match self.rss_counter {
+                Some(c) => c,
+                None => *self.rss_counter.insert(self.writer.add_counter(&CounterInfo {
+                    name: "peak_rss",
+                    description: Some("peak resident set size of the process (getrusage ru_maxrss)"),
+                    units: Some("KiB"),
+                    component: Some("rusage"),
+                    accumulating: false,
+                    expression: None,
+                })?),
+            };
+            self.writer
+                .append_counter_sample(counter, None, s.timestamp_ns, s.peak_rss_kb as f64)?;
+        }
+        let last = self.last_cpu_write.entry(s.tid).or_insert(0);
+        if s.cpu_time_ns > 0 && s.timestamp_ns >= *last + CPU_COUNTER_INTERVAL_NS {
+            *last = s.timestamp_ns;
+            let counter = match self.cpu_counter {
+                Some(c) => c,
+                None => *self.cpu_counter.insert(self.writer.add_counter(&CounterInfo {
+                    name: "thread_cpu_time",
+                    description: Some("CPU time of the sampled thread (CLOCK_THREAD_CPUTIME_ID)"),
+                    units: Some("ns"),
+                    component: Some("sampler"),
+                    accumulating: true,
+                    expression: None,
+                })?),
+            };
+            self.writer.append_counter_sample(
+                counter,
+                Some(track),
+                s.timestamp_ns,
+                s.cpu_time_ns as f64,
+            )?;
+        }
+        Ok(())
+    }
+
+    fn text(&mut self, text: &str) -> Result<StringId> {
+        if let Some(id) = self.texts.get(text) {
+            return Ok(*id);
+        }
+        let id = self.writer.intern_string(text)?;
+        self.texts.insert(text.to_string(), id);
+        Ok(id)
+    }
+
+    /// A region named `name` opens on thread `tid`.
+    pub fn region_begin(&mut self, tid: i32, name: &str, at: u64) -> Result<()> {
+        let name = self.text(name)?;
+        self.stacks.entry(tid).or_default().push((name, at));
+        Ok(())
+    }
+
+    /// The innermost open region of `tid` closes (ignored if none is open).
+    pub fn region_end(&mut self, tid: i32, at: u64) -> Result<()> {
+        let Some(stack) = self.stacks.get_mut(&tid) else {
+            return Ok(());
+        };
+        let Some((name, start)) = stack.pop() else {
+            return Ok(());
+        };
+        let depth = stack.len() as u32;
+        self.region(tid, name, "user", start, at, depth, &[])
+    }
+
+    /// An instant marker.
+    pub fn mark(&mut self, tid: i32, name: &str, at: u64) -> Result<()> {
+        let name = self.text(name)?;
+        self.region(tid, name, "marker", at, at, 0, &[])
+    }
+
+    /// A tracing notification: begin/end pairs become regions, everything
+    /// else an instant.
+    #[allow(clippy::too_many_arguments)]
+    pub fn xpti(
+        &mut self,
+        tid: i32,
+        trace_type: u16,
+        uid: u64,
+        instance: u64,
+        name: &str,
+        at: u64,
+    ) -> Result<()> {
+        let key = (tid, uid, instance);
+        if let Some(category) = crate::trace_types::span_category(trace_type & !1) {
+            if trace_type & 1 == 0 {
+                let depth = self.depth.entry(tid).or_insert(0);
+                self.open.insert(key, (at, *depth));
+                *depth += 1;
+                return Ok(());
+            }
+            let Some((start, depth)) = self.open.remove(&key) else {
+                return Ok(());
+            };
+            if let Some(d) = self.depth.get_mut(&tid) {
+                *d = d.saturating_sub(1);
+            }
+            let name = self.text(name)?;
+            return self.region(tid, name, category, start, at, depth, &[]);
+        }
+        let category = crate::trace_types::instant_category(trace_type);
+        let name = self.text(name)?;
+        self.region(tid, name, category, at, at, 0, &[])
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn region(
+        &mut self,
+        tid: i32,
+        name: StringId,
+        category: &str,
+        start_ns: u64,
+        end_ns: u64,
+        depth: u32,
+        args: &[Arg<'_>],
+    ) -> Result<()> {
+        let (thread, _) = self.thread(tid, None)?;
+        let category = self.text(category)?;
+        let depth_text = depth.to_string();
+        let mut all = vec![Arg {
+            name: "depth",
+            ty: "int",
+            value: &depth_text,
+        }];
+        all.extend_from_slice(args);
+        self.writer.append_region(&Region {
+            thread,
+            start_ns,
+            end_ns: end_ns.max(start_ns),
+            name,
+            category: Some(category),
+            stack: None,
+            correlation_id: None,
+            args: &all,
+        })?;
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// Regions still open at the end close there, marked unterminated.
+    pub fn close_open_regions(&mut self, end_ns: u64, xpti_name: impl Fn(u64) -> String) {
+        let unterminated = [Arg {
+            name: "unterminated",
+            ty: "bool",
+            value: "true",
+        }];
+        let stacks: Vec<_> = self.stacks.drain().collect();
+        for (tid, stack) in stacks {
+            for (depth, (name, start)) in stack.into_iter().enumerate() {
+                let r = self.region(tid, name, "user", start, end_ns, depth as u32, &unterminated);
+                self.note(r);
+            }
+        }
+        let open: Vec<_> = self.open.drain().collect();
+        for ((tid, uid, _), (start, depth)) in open {
+            let r = self
+                .text(&xpti_name(uid))
+                .and_then(|name| self.region(tid, name, "user", start, end_ns, depth, &unterminated));
+            self.note(r);
+        }
+    }
+
+    /// A `strobe_settings` row (run totals, notes).
+    pub fn setting(&mut self, name: &str, value: &str) {
+        let r = self.writer.add_setting(name, value);
+        self.note(r);
+    }
+
+    /// Commits what was written (the periodic flush).
+    pub fn commit(&mut self) {
+        let r = self.writer.flush();
+        self.note(r);
+    }
+
+    /// Closes the database; returns its totals.
+    pub fn finish(self, end_ns: u64) -> Result<strobe_db::WriterTotals> {
+        self.writer.finish(end_ns)
+    }
+}

@@ -1,0 +1,558 @@
+//! The shared-memory segment of one profiled process: a header, a table of
+//! thread slots, and for each slot a sample ring and an event ring.
+//!
+//! The runtime creates the segment (`memfd`) in its constructor, maps it,
+//! hands the descriptor to the collector and closes it; the collector maps
+//! the same pages. Data that reached a ring therefore survives any death of
+//! the program. Pages are touched only as slots are used, so memory grows
+//! with the threads that exist, not with the segment's size.
+//!
+//! Owns the layout, creation, mapping and validation, and slot claiming.
+//! Never allocates on the producer side after creation; slot claiming is
+//! lock-free and runs outside signal handlers.
+
+use super::ring::ShmRing;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+
+/// `"strobeSG"`.
+pub const MAGIC: u64 = 0x4753_6562_6f72_7473;
+/// Layout version; the collector refuses any other.
+pub const VERSION: u32 = 1;
+/// Bytes of the header page area (header struct and process info).
+pub const HEADER_BYTES: usize = 64 * 1024;
+/// Bytes of process information the runtime can publish.
+pub const INFO_BYTES: usize = 32 * 1024;
+/// Bytes kept for the note about an `exec`.
+pub const EXEC_NOTE_BYTES: usize = 4096;
+
+/// What the process is doing, as the runtime last said.
+pub mod state {
+    /// Running with the runtime active.
+    pub const RUNNING: u32 = 1;
+    /// About to replace its image (`exec`); the next image (same pid) has
+    /// a segment of its own, or was not profiled.
+    pub const EXEC: u32 = 2;
+}
+
+/// Slot states.
+pub mod slot_state {
+    /// Never used, or drained and given back by the collector.
+    pub const FREE: u32 = 0;
+    /// Claimed by a live thread.
+    pub const LIVE: u32 = 1;
+    /// The thread ended: the collector drains it, then frees it.
+    pub const ENDED: u32 = 2;
+}
+
+/// Why a process started from this one was not profiled (the `exec` note).
+pub mod exec_reason {
+    /// Nothing against it was seen.
+    pub const NONE: u32 = 0;
+    /// The new image has no program interpreter: nothing can be preloaded.
+    pub const STATIC: u32 = 1;
+    /// The new image is set-user-ID or set-group-ID: the loader ignores
+    /// `LD_PRELOAD` for it.
+    pub const SETUID: u32 = 2;
+    /// The new environment lacks strobe's variables (cleared or replaced).
+    pub const ENVIRONMENT: u32 = 3;
+
+    /// The reason in words.
+    pub fn describe(reason: u32) -> &'static str {
+        match reason {
+            STATIC => "static binary: nothing can be preloaded into it",
+            SETUID => "setuid/setgid binary: the loader ignores LD_PRELOAD for it",
+            ENVIRONMENT => "environment cleared before exec: strobe's runtime was not passed on",
+            _ => "the runtime did not start in it",
+        }
+    }
+}
+
+/// Process-wide part of the segment. Every field the collector reads
+/// after creation is atomic.
+#[repr(C)]
+pub struct Header {
+    pub magic: u64,
+    pub version: u32,
+    pub slots: u32,
+    pub sample_ring_bytes: u32,
+    pub event_ring_bytes: u32,
+    pub total_bytes: u64,
+    pub pid: i32,
+    pub ppid: i32,
+    /// `CLOCK_MONOTONIC` when the segment was created.
+    pub start_ns: u64,
+    /// Bytes of the process information written at creation.
+    pub info_len: u32,
+    /// See [`state`].
+    pub state: AtomicU32,
+    /// Futex word the collector may sleep on; producers bump it and wake
+    /// the collector when a ring passes half full.
+    pub doorbell: AtomicU32,
+    /// Written by the collector: whether the CPU-time (0) and real-time
+    /// (1) samplers should take samples now (delays, durations, windows).
+    pub sampling_on: [AtomicU32; 2],
+    /// Next never-used slot.
+    pub next_slot: AtomicU32,
+    /// Threads that found no free slot (not profiled).
+    pub slots_exhausted: AtomicU32,
+    /// See [`exec_reason`]; with the target path in the exec note.
+    pub exec_reason: AtomicU32,
+    pub exec_note_len: AtomicU32,
+    /// Signals chosen for the CPU-time and real-time samplers (0 = none).
+    pub signals: [AtomicI32; 2],
+    /// Event records a thread waited for the collector to make room for.
+    pub event_waits: AtomicU64,
+    pub event_wait_ns: AtomicU64,
+    /// Event records dropped (discard policy, wait bound, or nested use).
+    pub events_dropped: AtomicU64,
+    /// Samples taken while the thread was not the slot's (ignored).
+    pub reserved: [AtomicU64; 4],
+}
+
+/// One thread's slot. 256 bytes; fields written by the producer at a high
+/// rate sit on cache lines of their own.
+#[repr(C, align(64))]
+pub struct Slot {
+    pub state: AtomicU32,
+    pub tid: AtomicI32,
+    /// 1 while the thread has the sampling signal blocked.
+    pub blocked: AtomicU32,
+    /// 1 once the thread ever had it blocked.
+    pub blocked_ever: AtomicU32,
+    /// Set while the thread writes an event (a nested writer drops).
+    pub event_busy: AtomicU32,
+    pub _pad0: u32,
+    /// Samples written.
+    pub taken: AtomicU64,
+    /// Samples dropped: full ring.
+    pub lost_full: AtomicU64,
+    /// Samples dropped: a sample was already being taken on the thread.
+    pub lost_reentrant: AtomicU64,
+    /// Timer expirations the kernel merged.
+    pub overruns: AtomicU64,
+    /// Samples whose unwind stopped early.
+    pub incomplete: AtomicU64,
+    pub sample_head: Line,
+    pub sample_tail: Line,
+    pub event_head: Line,
+    pub event_tail: Line,
+}
+
+/// An index alone on its cache line.
+#[repr(C, align(64))]
+pub struct Line(pub AtomicU64);
+
+const _: () = assert!(std::mem::size_of::<Slot>() == 320);
+const _: () = assert!(std::mem::size_of::<Header>() <= HEADER_BYTES - INFO_BYTES - EXEC_NOTE_BYTES);
+
+/// Sizes of a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Thread slots (threads alive at once).
+    pub slots: u32,
+    /// Bytes of each thread's sample ring (power of two).
+    pub sample_ring_bytes: u32,
+    /// Bytes of each thread's event ring (power of two).
+    pub event_ring_bytes: u32,
+}
+
+impl Layout {
+    fn slot_table(&self) -> usize {
+        HEADER_BYTES
+    }
+
+    fn rings(&self) -> usize {
+        align_page(HEADER_BYTES + self.slots as usize * std::mem::size_of::<Slot>())
+    }
+
+    fn per_slot(&self) -> usize {
+        self.sample_ring_bytes as usize + self.event_ring_bytes as usize
+    }
+
+    /// Total bytes of the segment.
+    pub fn total(&self) -> usize {
+        self.rings() + self.slots as usize * self.per_slot()
+    }
+
+    fn valid(&self) -> bool {
+        let ring_ok = |b: u32| b.is_power_of_two() && (4096..=1 << 26).contains(&b);
+        (1..=1 << 16).contains(&self.slots)
+            && ring_ok(self.sample_ring_bytes)
+            && ring_ok(self.event_ring_bytes)
+    }
+}
+
+fn align_page(n: usize) -> usize {
+    (n + 4095) & !4095
+}
+
+/// A mapped segment. Unmapped when dropped, unless leaked with
+/// [`Segment::leak`] (the runtime's own segment lives as long as the
+/// process).
+pub struct Segment {
+    base: *mut u8,
+    len: usize,
+    layout: Layout,
+}
+
+// SAFETY: the segment is shared memory accessed through atomics and the
+// single-producer/single-consumer rings.
+unsafe impl Send for Segment {}
+// SAFETY: as above.
+unsafe impl Sync for Segment {}
+
+fn map(fd: i32, len: usize) -> io::Result<*mut u8> {
+    // SAFETY: mapping `len` bytes of a descriptor we hold; no address hint.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(base as *mut u8)
+}
+
+impl Segment {
+    /// Creates a segment (an anonymous `memfd`, sized but untouched) and
+    /// maps it. Returns the mapping and its descriptor (close-on-exec),
+    /// which the caller hands to the collector and then closes.
+    pub fn create(layout: Layout, pid: i32, ppid: i32, start_ns: u64) -> io::Result<(Segment, OwnedFd)> {
+        if !layout.valid() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "bad segment layout"));
+        }
+        // SAFETY: a NUL-terminated name and valid flags.
+        let fd = unsafe { libc::memfd_create(c"strobe".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a descriptor we just created and own.
+        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+        let len = layout.total();
+        // SAFETY: resizing our own memfd.
+        if unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let base = map(fd, len)?;
+        let segment = Segment { base, len, layout };
+        // SAFETY: the header lies at the start of the fresh, zeroed mapping;
+        // nobody else sees it yet.
+        let h = unsafe { &mut *(base as *mut Header) };
+        h.version = VERSION;
+        h.slots = layout.slots;
+        h.sample_ring_bytes = layout.sample_ring_bytes;
+        h.event_ring_bytes = layout.event_ring_bytes;
+        h.total_bytes = len as u64;
+        h.pid = pid;
+        h.ppid = ppid;
+        h.start_ns = start_ns;
+        h.state.store(state::RUNNING, Ordering::Relaxed);
+        h.magic = MAGIC;
+        Ok((segment, owned))
+    }
+
+    /// Maps a segment received from a runtime and checks its header.
+    pub fn open(fd: &OwnedFd) -> io::Result<Segment> {
+        let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("not a strobe segment: {what}"));
+        // SAFETY: stat is plain old data filled by fstat.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid descriptor and out-pointer.
+        if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let file_len = st.st_size as usize;
+        if file_len < HEADER_BYTES {
+            return Err(bad("too small"));
+        }
+        let probe = map(fd.as_raw_fd(), HEADER_BYTES)?;
+        // SAFETY: the first HEADER_BYTES are mapped and hold the header.
+        let h = unsafe { &*(probe as *const Header) };
+        let (magic, version) = (h.magic, h.version);
+        let layout = Layout {
+            slots: h.slots,
+            sample_ring_bytes: h.sample_ring_bytes,
+            event_ring_bytes: h.event_ring_bytes,
+        };
+        // SAFETY: unmapping the probe mapping made above.
+        unsafe { libc::munmap(probe as *mut libc::c_void, HEADER_BYTES) };
+        if magic != MAGIC {
+            return Err(bad("wrong magic number"));
+        }
+        if version != VERSION {
+            return Err(bad(&format!("layout version {version}, this strobe reads {VERSION}")));
+        }
+        if !layout.valid() || layout.total() != file_len {
+            return Err(bad("sizes do not match"));
+        }
+        let base = map(fd.as_raw_fd(), file_len)?;
+        Ok(Segment {
+            base,
+            len: file_len,
+            layout,
+        })
+    }
+
+    /// Keeps the mapping for the life of the process.
+    pub fn leak(self) -> &'static Segment {
+        Box::leak(Box::new(self))
+    }
+
+    /// The sizes.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The header.
+    pub fn header(&self) -> &Header {
+        // SAFETY: the header lies at the start of the mapping.
+        unsafe { &*(self.base as *const Header) }
+    }
+
+    fn info_area(&self) -> *mut u8 {
+        // SAFETY: the info area lies inside the header pages.
+        unsafe { self.base.add(HEADER_BYTES - INFO_BYTES - EXEC_NOTE_BYTES) }
+    }
+
+    /// Writes the process information (once, before the segment is handed
+    /// over). Longer input is cut at [`INFO_BYTES`].
+    pub fn write_info(&self, info: &[u8]) {
+        let n = info.len().min(INFO_BYTES);
+        // SAFETY: n bytes fit the info area; no reader yet.
+        unsafe { std::ptr::copy_nonoverlapping(info.as_ptr(), self.info_area(), n) };
+        // SAFETY: as above; the header is ours until handed over.
+        unsafe { (*(self.base as *mut Header)).info_len = n as u32 };
+    }
+
+    /// The process information.
+    pub fn info(&self) -> Vec<u8> {
+        let n = (self.header().info_len as usize).min(INFO_BYTES);
+        // SAFETY: n bytes of the info area.
+        unsafe { std::slice::from_raw_parts(self.info_area(), n) }.to_vec()
+    }
+
+    fn exec_note_area(&self) -> *mut u8 {
+        // SAFETY: the note area lies inside the header pages.
+        unsafe { self.base.add(HEADER_BYTES - EXEC_NOTE_BYTES) }
+    }
+
+    /// Says the process is about to `exec` `target`, and why the new image
+    /// will not be profiled if that is already known. Not for signal
+    /// handlers (a plain copy, but called around `exec` only).
+    pub fn note_exec(&self, target: &[u8], reason: u32) {
+        let n = target.len().min(EXEC_NOTE_BYTES);
+        // SAFETY: n bytes fit the note area.
+        unsafe { std::ptr::copy_nonoverlapping(target.as_ptr(), self.exec_note_area(), n) };
+        let h = self.header();
+        h.exec_note_len.store(n as u32, Ordering::Release);
+        h.exec_reason.store(reason, Ordering::Release);
+        h.state.store(state::EXEC, Ordering::Release);
+    }
+
+    /// The exec failed: the process goes on with this image.
+    pub fn exec_failed(&self) {
+        self.header().state.store(state::RUNNING, Ordering::Release);
+    }
+
+    /// The last exec note: target path and reason.
+    pub fn exec_note(&self) -> (Vec<u8>, u32) {
+        let h = self.header();
+        let n = (h.exec_note_len.load(Ordering::Acquire) as usize).min(EXEC_NOTE_BYTES);
+        // SAFETY: n bytes of the note area.
+        let target = unsafe { std::slice::from_raw_parts(self.exec_note_area(), n) }.to_vec();
+        (target, h.exec_reason.load(Ordering::Acquire))
+    }
+
+    /// Slot `i`. Panics if out of range (a caller bug).
+    pub fn slot(&self, i: u32) -> &Slot {
+        assert!(i < self.layout.slots);
+        // SAFETY: the slot table lies after the header; `i` is in range.
+        unsafe {
+            &*(self.base.add(self.layout.slot_table() + i as usize * std::mem::size_of::<Slot>())
+                as *const Slot)
+        }
+    }
+
+    /// Slots that were ever claimed (the rest are untouched).
+    pub fn slots_in_use(&self) -> u32 {
+        self.header()
+            .next_slot
+            .load(Ordering::Acquire)
+            .min(self.layout.slots)
+    }
+
+    fn ring_data(&self, i: u32) -> *mut u8 {
+        // SAFETY: the rings of slot i lie inside the mapping.
+        unsafe {
+            self.base
+                .add(self.layout.rings() + i as usize * self.layout.per_slot())
+        }
+    }
+
+    /// The sample ring of slot `i` (written by the thread's signal handler).
+    pub fn sample_ring(&self, i: u32) -> ShmRing {
+        let slot = self.slot(i);
+        // SAFETY: indices and data lie inside the mapping, which outlives
+        // every use by contract of the callers (the runtime leaks its
+        // segment; the collector drops rings before the segment).
+        unsafe {
+            ShmRing::new(
+                &slot.sample_head.0,
+                &slot.sample_tail.0,
+                self.ring_data(i),
+                self.layout.sample_ring_bytes as usize,
+            )
+        }
+    }
+
+    /// The event ring of slot `i` (written by the thread's own code).
+    pub fn event_ring(&self, i: u32) -> ShmRing {
+        let slot = self.slot(i);
+        // SAFETY: as for sample_ring.
+        unsafe {
+            ShmRing::new(
+                &slot.event_head.0,
+                &slot.event_tail.0,
+                self.ring_data(i).add(self.layout.sample_ring_bytes as usize),
+                self.layout.event_ring_bytes as usize,
+            )
+        }
+    }
+
+    /// Claims a free slot for thread `tid` (never-used slots first, then
+    /// slots the collector gave back). `None` when every slot is taken.
+    /// Not for signal handlers (it may scan the table).
+    pub fn claim_slot(&self, tid: i32) -> Option<u32> {
+        let h = self.header();
+        let fresh = h.next_slot.fetch_add(1, Ordering::AcqRel);
+        let claimed = if fresh < self.layout.slots {
+            let slot = self.slot(fresh);
+            slot.state.store(slot_state::LIVE, Ordering::Release);
+            Some(fresh)
+        } else {
+            h.next_slot.store(self.layout.slots, Ordering::Release);
+            (0..self.layout.slots).find(|&i| {
+                self.slot(i)
+                    .state
+                    .compare_exchange(slot_state::FREE, slot_state::LIVE, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+            })
+        };
+        let Some(i) = claimed else {
+            h.slots_exhausted.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        let slot = self.slot(i);
+        slot.tid.store(tid, Ordering::Release);
+        for c in [&slot.blocked, &slot.blocked_ever, &slot.event_busy] {
+            c.store(0, Ordering::Relaxed);
+        }
+        for c in [&slot.taken, &slot.lost_full, &slot.lost_reentrant, &slot.overruns, &slot.incomplete] {
+            c.store(0, Ordering::Relaxed);
+        }
+        Some(i)
+    }
+
+    /// The thread of slot `i` ended: the collector drains and frees it.
+    pub fn end_slot(&self, i: u32) {
+        self.slot(i).state.store(slot_state::ENDED, Ordering::Release);
+    }
+
+    /// Collector: gives an ended, drained slot back.
+    pub fn free_slot(&self, i: u32) -> bool {
+        self.slot(i)
+            .state
+            .compare_exchange(slot_state::ENDED, slot_state::FREE, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Producer: wakes a collector sleeping on the doorbell.
+    /// Async-signal-safe (one atomic and one `futex` system call).
+    pub fn ring_doorbell(&self) {
+        let word = &self.header().doorbell;
+        word.fetch_add(1, Ordering::Release);
+        // SAFETY: FUTEX_WAKE on a 4-byte word of shared memory.
+        unsafe {
+            libc::syscall(libc::SYS_futex, word as *const AtomicU32, libc::FUTEX_WAKE, 1, 0, 0, 0);
+        }
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping this value owns.
+        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMALL: Layout = Layout {
+        slots: 4,
+        sample_ring_bytes: 4096,
+        event_ring_bytes: 8192,
+    };
+
+    #[test]
+    fn a_created_segment_opens_from_its_descriptor_and_shares_pages() {
+        let (seg, fd) = Segment::create(SMALL, 42, 1, 7).unwrap();
+        seg.write_info(b"hello");
+        let i = seg.claim_slot(1234).unwrap();
+        assert!(seg.sample_ring(i).push(&[b"sample!!"]));
+        assert!(seg.event_ring(i).push(&[b"event..."]));
+        let other = Segment::open(&fd).unwrap();
+        assert_eq!(other.header().pid, 42);
+        assert_eq!(other.info(), b"hello");
+        assert_eq!(other.slots_in_use(), 1);
+        assert_eq!(other.slot(i).tid.load(Ordering::Relaxed), 1234);
+        let mut got = Vec::new();
+        other.sample_ring(i).drain(|p| got.push(p.to_vec())).unwrap();
+        other.event_ring(i).drain(|p| got.push(p.to_vec())).unwrap();
+        assert_eq!(got, vec![b"sample!!".to_vec(), b"event...".to_vec()]);
+        assert_eq!(seg.sample_ring(i).used(), 0, "the producer sees the consumer's progress");
+    }
+
+    #[test]
+    fn slots_run_out_and_come_back_when_freed() {
+        let (seg, _fd) = Segment::create(SMALL, 1, 1, 0).unwrap();
+        let taken: Vec<u32> = (0..4).map(|t| seg.claim_slot(t).unwrap()).collect();
+        assert_eq!(taken, vec![0, 1, 2, 3]);
+        assert_eq!(seg.claim_slot(9), None);
+        assert_eq!(seg.header().slots_exhausted.load(Ordering::Relaxed), 1);
+        seg.end_slot(2);
+        assert!(seg.free_slot(2));
+        assert_eq!(seg.claim_slot(10), Some(2));
+        assert_eq!(seg.slot(2).tid.load(Ordering::Relaxed), 10);
+    }
+
+    #[test]
+    fn a_foreign_descriptor_is_refused() {
+        // SAFETY: creating a small memfd for the test.
+        let fd = unsafe { libc::memfd_create(c"x".as_ptr(), 0) };
+        // SAFETY: we own it.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: sizing our memfd.
+        unsafe { libc::ftruncate(fd.as_raw_fd(), HEADER_BYTES as libc::off_t) };
+        let err = Segment::open(&fd).err().unwrap();
+        assert!(err.to_string().contains("magic"), "{err}");
+    }
+
+    #[test]
+    fn the_exec_note_round_trips() {
+        let (seg, _fd) = Segment::create(SMALL, 1, 1, 0).unwrap();
+        seg.note_exec(b"/bin/static", exec_reason::STATIC);
+        assert_eq!(seg.header().state.load(Ordering::Relaxed), state::EXEC);
+        assert_eq!(seg.exec_note(), (b"/bin/static".to_vec(), exec_reason::STATIC));
+        seg.exec_failed();
+        assert_eq!(seg.header().state.load(Ordering::Relaxed), state::RUNNING);
+    }
+}

@@ -1,0 +1,256 @@
+//! The records that travel through a segment's rings, and the process
+//! information in its header.
+//!
+//! Owns the byte layouts, written by the runtime and decoded by the
+//! collector. Encoding never allocates (it writes into ring space or fixed
+//! stack arrays); decoding never trusts a length it has not checked.
+
+/// Fixed part of a sample record (40 bytes), followed by `depth` frames
+/// (`u64` instruction pointer, then return addresses, innermost first).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SampleHead {
+    /// `CLOCK_MONOTONIC` nanoseconds when the signal was handled.
+    pub timestamp_ns: u64,
+    /// The thread's CPU time then.
+    pub cpu_time_ns: u64,
+    /// The process's peak resident set size so far, in KiB.
+    pub peak_rss_kb: u64,
+    /// Kernel thread id.
+    pub tid: i32,
+    /// Frames that follow.
+    pub depth: u16,
+    /// 0 = CPU-time timer, 1 = real-time timer.
+    pub clock: u8,
+    /// 1 when the unwind reached the outermost frame.
+    pub complete: u8,
+    /// Timer expirations merged into this one.
+    pub overruns: u32,
+    pub reserved: u32,
+}
+
+/// Bytes of [`SampleHead`].
+pub const SAMPLE_HEAD_BYTES: usize = std::mem::size_of::<SampleHead>();
+const _: () = assert!(SAMPLE_HEAD_BYTES == 40);
+
+/// One decoded sample.
+#[derive(Debug, Clone, Copy)]
+pub struct SampleView<'a> {
+    /// The fixed part.
+    pub head: SampleHead,
+    /// Instruction pointer first, then return addresses.
+    pub frames: &'a [u64],
+}
+
+/// Decodes a sample ring payload; `None` when malformed.
+pub fn decode_sample(payload: &[u8]) -> Option<SampleView<'_>> {
+    if payload.len() < SAMPLE_HEAD_BYTES {
+        return None;
+    }
+    // SAFETY: at least one head's bytes; read_unaligned copes with alignment.
+    let head: SampleHead = unsafe { std::ptr::read_unaligned(payload.as_ptr() as *const SampleHead) };
+    let rest = &payload[SAMPLE_HEAD_BYTES..];
+    let depth = head.depth as usize;
+    if rest.len() < depth * 8 || !(rest.as_ptr() as usize).is_multiple_of(8) {
+        return None;
+    }
+    // SAFETY: `depth` aligned u64s fit in the payload (checked).
+    let frames = unsafe { std::slice::from_raw_parts(rest.as_ptr() as *const u64, depth) };
+    Some(SampleView { head, frames })
+}
+
+/// Kinds of event records.
+pub mod event {
+    /// The slot's thread started (`arg` unused).
+    pub const THREAD_START: u16 = 1;
+    /// The slot's thread ended; bytes: its name.
+    pub const THREAD_END: u16 = 2;
+    /// The program named the slot's thread; bytes: the name.
+    pub const THREAD_NAME: u16 = 3;
+    /// Defines string `arg` of this process; bytes: the text.
+    pub const STRING: u16 = 4;
+    /// A region named by string `arg` opens on the slot's thread.
+    pub const REGION_BEGIN: u16 = 5;
+    /// The innermost open region of the slot's thread closes.
+    pub const REGION_END: u16 = 6;
+    /// An instant marker named by string `arg`.
+    pub const MARK: u16 = 7;
+    /// A tracing-framework notification; bytes: an [`super::XptiBody`].
+    pub const XPTI: u16 = 8;
+    /// Names a tracing event; bytes: unique id (u64 LE) then the name.
+    pub const XPTI_NAME: u16 = 9;
+    /// A loaded module; bytes: a [`super::ModuleBody`] then build id and path.
+    pub const MODULE: u16 = 10;
+}
+
+/// Fixed part of every event record (16 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EventHead {
+    /// One of [`event`].
+    pub kind: u16,
+    pub flags: u16,
+    /// Kind-specific (a string id).
+    pub arg: u32,
+    /// `CLOCK_MONOTONIC` nanoseconds.
+    pub timestamp_ns: u64,
+}
+
+/// Bytes of [`EventHead`].
+pub const EVENT_HEAD_BYTES: usize = std::mem::size_of::<EventHead>();
+
+impl EventHead {
+    /// The head's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        as_bytes(self)
+    }
+}
+
+/// A tracing notification (the fields the database needs).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct XptiBody {
+    pub unique_id: u64,
+    pub parent_unique_id: u64,
+    pub instance: u64,
+    pub user_data: u64,
+    pub stream_id: u32,
+    pub trace_type: u16,
+    pub reserved: u16,
+}
+
+/// A loaded module: addresses in the process, then `build_id_len` bytes of
+/// build id and the path.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ModuleBody {
+    pub bias: u64,
+    pub text_start: u64,
+    pub text_end: u64,
+    pub mapped_start: u64,
+    pub mapped_end: u64,
+    pub build_id_len: u32,
+    pub reserved: u32,
+}
+
+/// The bytes of a plain `repr(C)` value.
+pub fn as_bytes<T: Copy>(value: &T) -> &[u8] {
+    // SAFETY: the wire types are repr(C) plain old data with explicit
+    // padding fields; reading their bytes is sound.
+    unsafe { std::slice::from_raw_parts(value as *const T as *const u8, std::mem::size_of::<T>()) }
+}
+
+/// Reads a plain `repr(C)` value from the front of `bytes`.
+pub fn read<T: Copy>(bytes: &[u8]) -> Option<T> {
+    (bytes.len() >= std::mem::size_of::<T>())
+        // SAFETY: enough bytes; read_unaligned copes with alignment; the
+        // wire types accept any bit pattern.
+        .then(|| unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const T) })
+}
+
+/// One decoded event record.
+#[derive(Debug, Clone, Copy)]
+pub struct EventView<'a> {
+    /// The fixed part.
+    pub head: EventHead,
+    /// What follows it.
+    pub bytes: &'a [u8],
+}
+
+/// Decodes an event ring payload; `None` when malformed.
+pub fn decode_event(payload: &[u8]) -> Option<EventView<'_>> {
+    let head = read::<EventHead>(payload)?;
+    Some(EventView {
+        head,
+        bytes: &payload[EVENT_HEAD_BYTES..],
+    })
+}
+
+/// Keys of the process information (key byte, u32 LE length, bytes).
+pub mod info {
+    /// Absolute path of the executable.
+    pub const EXE: u8 = 1;
+    /// One command-line argument (repeated, in order).
+    pub const ARG: u8 = 2;
+    /// One recorded environment variable, `NAME=value` (repeated).
+    pub const ENV: u8 = 3;
+    /// The database file name relative to the host directory, from the
+    /// `output_file` template.
+    pub const DB_NAME: u8 = 4;
+    /// The process's start time (u64 LE `CLOCK_MONOTONIC` ns) from
+    /// `/proc/self/stat`.
+    pub const PROCESS_START: u8 = 5;
+    /// The process's start on the realtime clock (u64 LE Unix ns).
+    pub const PROCESS_START_UNIX: u8 = 6;
+    /// A message the runtime could not say otherwise (one per entry).
+    pub const WARNING: u8 = 7;
+}
+
+/// Builds the process information.
+#[derive(Default)]
+pub struct InfoWriter {
+    bytes: Vec<u8>,
+}
+
+impl InfoWriter {
+    /// Adds one entry.
+    pub fn put(&mut self, key: u8, value: &[u8]) -> &mut Self {
+        self.bytes.push(key);
+        self.bytes.extend_from_slice(&(value.len() as u32).to_le_bytes());
+        self.bytes.extend_from_slice(value);
+        self
+    }
+
+    /// The encoded entries.
+    pub fn finish(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+/// The entries of encoded process information, stopping at the first
+/// malformed one.
+pub fn info_entries(bytes: &[u8]) -> impl Iterator<Item = (u8, &[u8])> {
+    let mut rest = bytes;
+    std::iter::from_fn(move || {
+        let (&key, after) = rest.split_first()?;
+        let len = u32::from_le_bytes(after.get(..4)?.try_into().ok()?) as usize;
+        let value = after.get(4..4 + len)?;
+        rest = &after[4 + len..];
+        Some((key, value))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_round_trip_and_short_ones_are_refused() {
+        let head = SampleHead {
+            timestamp_ns: 5,
+            tid: 9,
+            depth: 2,
+            ..Default::default()
+        };
+        let mut buf = vec![0u64; 7];
+        // SAFETY: 56 bytes of the u64 buffer.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr() as *mut u8, 56) };
+        bytes[..40].copy_from_slice(as_bytes(&head));
+        bytes[40..48].copy_from_slice(&0x1000u64.to_ne_bytes());
+        bytes[48..56].copy_from_slice(&0x2000u64.to_ne_bytes());
+        let s = decode_sample(bytes).unwrap();
+        assert_eq!(s.head, head);
+        assert_eq!(s.frames, &[0x1000, 0x2000]);
+        assert!(decode_sample(&bytes[..48]).is_none(), "depth says 2 frames, 1 present");
+    }
+
+    #[test]
+    fn info_round_trips_and_stops_at_a_cut() {
+        let mut w = InfoWriter::default();
+        w.put(info::EXE, b"/bin/x").put(info::ARG, b"a").put(info::ARG, b"");
+        let bytes = w.finish();
+        let all: Vec<_> = info_entries(&bytes).collect();
+        assert_eq!(all, vec![(info::EXE, &b"/bin/x"[..]), (info::ARG, &b"a"[..]), (info::ARG, &b""[..])]);
+        assert_eq!(info_entries(&bytes[..bytes.len() - 3]).count(), 2);
+    }
+}
