@@ -71,6 +71,19 @@ fn built() -> PathBuf {
     if let Some(d) = &*dir {
         return d.clone();
     }
+    // Programs of earlier test runs (whose process is gone) are removed.
+    for e in std::fs::read_dir(target_tmp())
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = name.strip_prefix("behave-") {
+            if !Path::new("/proc").join(pid).exists() {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
     let out = target_tmp().join(format!("behave-{}", std::process::id()));
     std::fs::create_dir_all(&out).unwrap();
     let src = behave_dir();

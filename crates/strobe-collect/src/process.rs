@@ -21,6 +21,9 @@ use strobe_core::timewindow::{ClockReader, WindowClock, WindowEvaluator};
 use strobe_db::{ProcessInfo, WriterOptions};
 use strobe_sampler::{drain_samples, Sample, SampleSink};
 
+/// Blocking the sampling signal for this long in total is reported.
+const BLOCKED_REPORT_NS: u64 = 50_000_000;
+
 /// What the runtime said about the process.
 pub struct Described {
     pub exe: String,
@@ -209,11 +212,15 @@ impl Process {
                 continue;
             }
             let tid = slot.tid.load(Ordering::Acquire);
-            let blocked = slot.blocked_ever.load(Ordering::Relaxed) != 0;
+            let since = slot.blocked_since.load(Ordering::Relaxed);
+            let open = if since == 0 { 0 } else { now_ns().saturating_sub(since) };
+            // Short blocks (around fork, in critical sections) lose a
+            // sample at most: only long ones are reported.
+            let blocked = slot.blocked_ns.load(Ordering::Relaxed) + open >= BLOCKED_REPORT_NS;
             self.drain_events(i, tid, options);
             if blocked && self.blocked_reported.insert(tid) {
                 self.notes.push(format!(
-                    "thread {tid} blocked the sampling signal: it was not sampled while it was blocked"
+                    "thread {tid} blocked the sampling signal: not sampled while it was blocked"
                 ));
             }
         }
@@ -327,6 +334,16 @@ impl Process {
                 if let Some(p) = &mut self.profile {
                     let r = p.region_end(tid, at);
                     p.note(r);
+                }
+            }
+            event::CHILD_EXEC => {
+                if bytes.len() >= 4 {
+                    let child = i32::from_le_bytes(bytes[..4].try_into().unwrap_or_default());
+                    let target = String::from_utf8_lossy(&bytes[4..]);
+                    self.notes.push(format!(
+                        "its child {child} was not profiled: it ran {target}: {}",
+                        exec_reason::describe(arg)
+                    ));
                 }
             }
             event::XPTI_NAME => {

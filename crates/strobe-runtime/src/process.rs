@@ -117,12 +117,7 @@ fn resolve(file: &[u8]) -> Vec<u8> {
 /// Prepares for the image to be replaced, runs `exec`, and undoes the
 /// preparation if it failed.
 fn around_exec(file: *const libc::c_char, envp: Argv, exec: impl FnOnce() -> libc::c_int) -> libc::c_int {
-    // In a vfork child (subprocess launchers use it) the runtime is the
-    // parent's: touch nothing, just exec.
-    let Some(rt) = crate::state::owned() else {
-        return exec();
-    };
-    let _ = std::panic::catch_unwind(|| {
+    let target_and_reason = || {
         let target = if file.is_null() {
             Vec::new()
         } else {
@@ -134,6 +129,17 @@ fn around_exec(file: *const libc::c_char, envp: Argv, exec: impl FnOnce() -> lib
         } else {
             exec_reason::ENVIRONMENT
         };
+        (target, reason)
+    };
+    // In a vfork child (subprocess launchers use it) the runtime is the
+    // parent's: its state is left alone; only when the new image will not
+    // be profiled, the parent's suspended thread's ring says so.
+    let Some(rt) = crate::state::owned() else {
+        let _ = std::panic::catch_unwind(|| note_vfork_child_exec(target_and_reason));
+        return exec();
+    };
+    let _ = std::panic::catch_unwind(|| {
+        let (target, reason) = target_and_reason();
         rt.segment.note_exec(&target, reason);
         if let Some(s) = &rt.sampler {
             s.stop();
@@ -154,6 +160,25 @@ fn around_exec(file: *const libc::c_char, envp: Argv, exec: impl FnOnce() -> lib
         unsafe { *libc::__errno_location() = code };
     }
     rc
+}
+
+/// In a `vfork` child: records in the (suspended) parent thread's ring
+/// that this child runs an image that will not be profiled.
+fn note_vfork_child_exec(target_and_reason: impl FnOnce() -> (Vec<u8>, u32)) {
+    let Some(rt) = crate::state::current() else {
+        return;
+    };
+    let Some(slot) = crate::events::my_slot(rt) else {
+        return;
+    };
+    let (target, reason) = target_and_reason();
+    if reason == exec_reason::NONE {
+        return;
+    }
+    // SAFETY: getpid has no preconditions (the child's own pid).
+    let mut bytes = unsafe { libc::getpid() }.to_le_bytes().to_vec();
+    bytes.extend_from_slice(&target);
+    crate::events::emit(rt, slot, strobe_core::shm::wire::event::CHILD_EXEC, reason, 0, &bytes);
 }
 
 /// The process's environment (for the exec variants without `envp`).

@@ -126,9 +126,13 @@ pub fn note_current_mask(rt: &Runtime, slot: u32) {
         .map(|s| s.load(Ordering::Relaxed))
         .any(|s| s > 0 && mask & (1u64 << (s - 1)) != 0);
     let s = rt.segment.slot(slot);
-    s.blocked.store(u32::from(blocked), Ordering::Relaxed);
-    if blocked {
-        s.blocked_ever.store(1, Ordering::Relaxed);
+    let since = s.blocked_since.load(Ordering::Relaxed);
+    if blocked && since == 0 {
+        s.blocked_since.store(strobe_core::clock::now_ns(), Ordering::Relaxed);
+    } else if !blocked && since != 0 {
+        let spent = strobe_core::clock::now_ns().saturating_sub(since);
+        s.blocked_ns.fetch_add(spent, Ordering::Relaxed);
+        s.blocked_since.store(0, Ordering::Relaxed);
     }
 }
 

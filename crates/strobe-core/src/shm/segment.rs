@@ -111,19 +111,20 @@ pub struct Header {
     pub reserved: [AtomicU64; 4],
 }
 
-/// One thread's slot. 256 bytes; fields written by the producer at a high
+/// One thread's slot. 384 bytes; fields written by the producer at a high
 /// rate sit on cache lines of their own.
 #[repr(C, align(64))]
 pub struct Slot {
     pub state: AtomicU32,
     pub tid: AtomicI32,
-    /// 1 while the thread has the sampling signal blocked.
-    pub blocked: AtomicU32,
-    /// 1 once the thread ever had it blocked.
-    pub blocked_ever: AtomicU32,
     /// Set while the thread writes an event (a nested writer drops).
     pub event_busy: AtomicU32,
     pub _pad0: u32,
+    /// `CLOCK_MONOTONIC` ns since which the thread has the sampling signal
+    /// blocked; 0 while it does not.
+    pub blocked_since: AtomicU64,
+    /// Nanoseconds the thread had it blocked before that.
+    pub blocked_ns: AtomicU64,
     /// Samples written.
     pub taken: AtomicU64,
     /// Samples dropped: full ring.
@@ -144,7 +145,7 @@ pub struct Slot {
 #[repr(C, align(64))]
 pub struct Line(pub AtomicU64);
 
-const _: () = assert!(std::mem::size_of::<Slot>() == 320);
+const _: () = assert!(std::mem::size_of::<Slot>() == 384);
 const _: () = assert!(std::mem::size_of::<Header>() <= HEADER_BYTES - INFO_BYTES - EXEC_NOTE_BYTES);
 
 /// Sizes of a segment.
@@ -451,10 +452,8 @@ impl Segment {
         };
         let slot = self.slot(i);
         slot.tid.store(tid, Ordering::Release);
-        for c in [&slot.blocked, &slot.blocked_ever, &slot.event_busy] {
-            c.store(0, Ordering::Relaxed);
-        }
-        for c in [&slot.taken, &slot.lost_full, &slot.lost_reentrant, &slot.overruns, &slot.incomplete] {
+        slot.event_busy.store(0, Ordering::Relaxed);
+        for c in [&slot.blocked_since, &slot.blocked_ns, &slot.taken, &slot.lost_full, &slot.lost_reentrant, &slot.overruns, &slot.incomplete] {
             c.store(0, Ordering::Relaxed);
         }
         Some(i)

@@ -81,6 +81,10 @@ pub mod event {
     pub const XPTI_NAME: u16 = 9;
     /// A loaded module; bytes: a [`super::ModuleBody`] then build id and path.
     pub const MODULE: u16 = 10;
+    /// A `vfork` child of this thread is about to run an image that will
+    /// not be profiled; `arg` is the reason; bytes: the child's pid (i32
+    /// LE) then the image's path.
+    pub const CHILD_EXEC: u16 = 11;
 }
 
 /// Fixed part of every event record (16 bytes).
