@@ -49,7 +49,6 @@ const MAX_SAME_SECOND: u32 = 10_000;
 /// output directory can be moved or copied as a whole. Failing to update it
 /// (say `latest` is a real directory) is a warning on stderr, not an error:
 /// the run itself can go on.
-#[allow(dead_code)] // called by `strobe sample` once the collector lands
 pub(crate) fn create(output_dir: &Path, command: &str) -> anyhow::Result<PathBuf> {
     create_at(output_dir, command, SystemTime::now())
 }

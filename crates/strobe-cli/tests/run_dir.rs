@@ -343,6 +343,20 @@ fn summary_reads_the_latest_run_without_input() {
         ],
     );
     assert_eq!(table, explicit);
+    // The whole output directory: the run once, not again through latest.
+    let all = ok(
+        cwd.path(),
+        &[
+            "summary",
+            "-i",
+            "strobe-output",
+            "--format",
+            "csv",
+            "--report",
+            "regions",
+        ],
+    );
+    assert_eq!(table, all);
 }
 
 #[test]

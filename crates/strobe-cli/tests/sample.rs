@@ -113,17 +113,24 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Every database below `dir` (a run directory per run, a host directory
+/// in it), not following the `latest` link.
 fn databases(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for host in std::fs::read_dir(dir).unwrap().flatten() {
-        if host.path().is_dir() {
-            for f in std::fs::read_dir(host.path()).unwrap().flatten() {
-                if f.path().extension().is_some_and(|e| e == "db") {
-                    out.push(f.path());
-                }
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let Ok(kind) = e.file_type() else { continue };
+            if kind.is_dir() {
+                walk(&e.path(), out);
+            } else if kind.is_file() && e.path().extension().is_some_and(|x| x == "db") {
+                out.push(e.path());
             }
         }
     }
+    let mut out = Vec::new();
+    walk(dir, &mut out);
     out.sort();
     out
 }
@@ -453,9 +460,9 @@ fn stress_fifty_runs_threads_fork_exec_dlopen_malloc() {
         );
         let dbs = databases(out.path());
         // The parent, the forked child that worked, and the exec'd image
-        // (the forked child that only exec'd recorded nothing and left no
-        // file).
-        assert_eq!(dbs.len(), 3, "run {run}: {dbs:?}");
+        // when it lived long enough to be sampled (it works ~2 ms; the
+        // forked child that only exec'd recorded nothing and left no file).
+        assert!((2..=3).contains(&dbs.len()), "run {run}: {dbs:?}");
         for db in &dbs {
             let p = Profile::open(&[db.display().to_string()])
                 .unwrap_or_else(|e| panic!("run {run}: {e}"));
@@ -583,19 +590,21 @@ fn flamegraph_and_formats_right_after_the_run() {
         &[bin.join("hotspots").to_str().unwrap(), "0.7", "0.5"],
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    let svg = std::fs::read_to_string(out.path().join("hotspots.svg")).unwrap();
+    // Exports go into the run's directory, which `latest` points at.
+    let run = out.path().join("latest");
+    let svg = std::fs::read_to_string(run.join("hotspots.svg")).unwrap();
     assert!(
         svg.contains("hot_a") && svg.contains("split_work"),
         "the flamegraph names the hot functions"
     );
-    let folded = std::fs::read_to_string(out.path().join("hotspots.folded")).unwrap();
+    let folded = std::fs::read_to_string(run.join("hotspots.folded")).unwrap();
     assert!(
         folded.lines().any(|l| l.contains(";split_work;hot_a ")),
         "{folded}"
     );
     for f in ["hotspots.pftrace", "hotspots.pb.gz"] {
         assert!(
-            std::fs::metadata(out.path().join(f)).unwrap().len() > 100,
+            std::fs::metadata(run.join(f)).unwrap().len() > 100,
             "{f}"
         );
     }

@@ -26,7 +26,10 @@ use crate::schema::{self, SCHEMA_VERSION};
 
 /// Expands inputs into database files: a file is taken as is, a directory
 /// is searched recursively for `*.db` files, anything holding `*`, `?` or
-/// `[` is a glob pattern. The result is sorted and free of duplicates; an
+/// `[` is a glob pattern. The search does not descend into symlinked
+/// directories (such as a run directory's `latest`), though a symlink given
+/// as an input is followed. The result is sorted and free of duplicates,
+/// also of one file reached under two names (the first name is kept); an
 /// input that yields nothing is an error.
 pub fn expand_inputs<S: AsRef<str>>(inputs: &[S]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
@@ -66,6 +69,11 @@ pub fn expand_inputs<S: AsRef<str>>(inputs: &[S]) -> Result<Vec<PathBuf>> {
     }
     out.sort();
     out.dedup();
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|p| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(p).map_or(true, |m| seen.insert((m.dev(), m.ino())))
+    });
     Ok(out)
 }
 
@@ -80,9 +88,12 @@ fn walk_dir(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
             error: e,
         })?;
         let path = entry.path();
-        if path.is_dir() {
+        // file_type() does not follow symlinks: a symlinked directory is
+        // skipped (no file twice through `latest`, no endless loop).
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir {
             walk_dir(&path, out)?;
-        } else if path.extension().is_some_and(|e| e == "db") {
+        } else if !path.is_dir() && path.extension().is_some_and(|e| e == "db") {
             out.push(path);
         }
     }

@@ -126,6 +126,39 @@ fn reading_more_than_the_attach_limit_leaves_nothing_beside_the_inputs() {
 }
 
 #[test]
+fn run_directories_with_latest_links_give_each_file_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("strobe-output");
+    let run = out.join("app-20250101-120000");
+    std::fs::create_dir_all(run.join("host")).unwrap();
+    common::write_small(&run.join("host/1.db"), 1);
+    common::write_small(&run.join("host/2.db"), 2);
+    std::os::unix::fs::symlink("app-20250101-120000", out.join("latest")).unwrap();
+    // A loop must not hang the search.
+    std::os::unix::fs::symlink("..", run.join("host/up")).unwrap();
+    let expected = vec![run.join("host/1.db"), run.join("host/2.db")];
+    let expand = |input: String| strobe_db::inputs::expand_inputs(&[input]).unwrap();
+    assert_eq!(expand(out.display().to_string()), expected);
+    assert_eq!(expand(format!("{}/*", out.display())), expected);
+    assert_eq!(
+        expand(out.join("latest").display().to_string()),
+        [out.join("latest/host/1.db"), out.join("latest/host/2.db")]
+    );
+    let both = strobe_db::inputs::expand_inputs(&[
+        run.join("host/1.db").display().to_string(),
+        out.join("latest/host/1.db").display().to_string(),
+    ])
+    .unwrap();
+    assert_eq!(both.len(), 1, "{both:?}");
+    assert_eq!(
+        Profile::open(&[out.to_str().unwrap()])
+            .unwrap()
+            .process_count(),
+        2
+    );
+}
+
+#[test]
 fn wal_file_without_its_log_is_read_without_creating_one() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("1.db");

@@ -44,7 +44,11 @@ fn fresh_signals(n: usize) -> Vec<i32> {
     free
 }
 
-fn sampler_on(seg: &'static strobe_core::shm::segment::Segment, cpu: i32, real: Option<i32>) -> Sampler {
+fn sampler_on(
+    seg: &'static strobe_core::shm::segment::Segment,
+    cpu: i32,
+    real: Option<i32>,
+) -> Sampler {
     let config = SamplerConfig {
         cputime: Some(TimerConfig {
             freq_hz: 250.0,
@@ -97,11 +101,17 @@ static PROCESS_TIMER_OVERRUNS: AtomicU64 = AtomicU64::new(0);
 /// Calls with anything else: a signal of strobe's timers would land here.
 static STRANGER_CALLS: AtomicU64 = AtomicU64::new(0);
 
-extern "C" fn program_timer_handler(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+extern "C" fn program_timer_handler(
+    signal: libc::c_int,
+    info: *mut libc::siginfo_t,
+    _: *mut libc::c_void,
+) {
     // SAFETY: an SA_SIGINFO handler gets a valid siginfo_t (128 bytes).
     let info = unsafe { &*(info as *const TimerInfo) };
     let ours = |value, timer_signal: &AtomicI32| {
-        info.code == SI_TIMER && info.value == value && signal == timer_signal.load(Ordering::SeqCst)
+        info.code == SI_TIMER
+            && info.value == value
+            && signal == timer_signal.load(Ordering::SeqCst)
     };
     let overrun = info.overrun.max(0) as u64;
     if ours(THREAD_TIMER_VALUE, &THREAD_TIMER_SIGNAL) {
@@ -165,7 +175,10 @@ fn the_programs_own_timers_on_the_sampling_signals_reach_its_handler_and_strobes
     // constructor): strobe takes it over and records it as the program's.
     let before = action(handler, libc::SA_SIGINFO | libc::SA_RESTART, &[]);
     // SAFETY: installing a valid action; the old one is not wanted.
-    assert_eq!(unsafe { libc::sigaction(cpu_signal, &before, std::ptr::null_mut()) }, 0);
+    assert_eq!(
+        unsafe { libc::sigaction(cpu_signal, &before, std::ptr::null_mut()) },
+        0
+    );
     let seg = segment(4, 1 << 20);
     let sampler = sampler_on(seg, cpu_signal, Some(real_signal));
     assert_eq!(program_action(cpu_signal).sa_sigaction, handler);
@@ -173,7 +186,10 @@ fn the_programs_own_timers_on_the_sampling_signals_reach_its_handler_and_strobes
     let mut installed: libc::sigaction = unsafe { std::mem::zeroed() };
     // SAFETY: querying only.
     unsafe { libc::sigaction(cpu_signal, std::ptr::null(), &mut installed) };
-    assert_ne!(installed.sa_sigaction, handler, "strobe's handler is installed");
+    assert_ne!(
+        installed.sa_sigaction, handler,
+        "strobe's handler is installed"
+    );
     // The other is set while strobe runs (the runtime's sigaction wrapper
     // records it).
     set_program_action(real_signal, &action(handler, libc::SA_SIGINFO, &[]));
@@ -200,8 +216,16 @@ fn the_programs_own_timers_on_the_sampling_signals_reach_its_handler_and_strobes
 
     let expirations = (elapsed.as_nanos() / period.as_nanos()) as u64;
     for (what, calls, overruns) in [
-        ("thread-directed", &THREAD_TIMER_CALLS, &THREAD_TIMER_OVERRUNS),
-        ("process-directed", &PROCESS_TIMER_CALLS, &PROCESS_TIMER_OVERRUNS),
+        (
+            "thread-directed",
+            &THREAD_TIMER_CALLS,
+            &THREAD_TIMER_OVERRUNS,
+        ),
+        (
+            "process-directed",
+            &PROCESS_TIMER_CALLS,
+            &PROCESS_TIMER_OVERRUNS,
+        ),
     ] {
         let calls = calls.load(Ordering::SeqCst);
         let overruns = overruns.load(Ordering::SeqCst);
@@ -223,8 +247,16 @@ fn the_programs_own_timers_on_the_sampling_signals_reach_its_handler_and_strobes
     let samples = drain(seg, slot);
     assert_eq!(counters(seg, slot).taken as usize, samples.len());
     let of = |clock| samples.iter().filter(|s| s.clock == clock).count();
-    assert!(of(TimerClock::ThreadCpu) > 30, "{} CPU-time samples", of(TimerClock::ThreadCpu));
-    assert!(of(TimerClock::Realtime) > 150, "{} real-time samples", of(TimerClock::Realtime));
+    assert!(
+        of(TimerClock::ThreadCpu) > 30,
+        "{} CPU-time samples",
+        of(TimerClock::ThreadCpu)
+    );
+    assert!(
+        of(TimerClock::Realtime) > 150,
+        "{} real-time samples",
+        of(TimerClock::Realtime)
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -239,7 +271,11 @@ static MASKED_INSIDE: AtomicBool = AtomicBool::new(false);
 static SELF_BLOCKED_INSIDE: AtomicBool = AtomicBool::new(false);
 static PLAIN_CALLS: AtomicU64 = AtomicU64::new(0);
 
-extern "C" fn raised_handler(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+extern "C" fn raised_handler(
+    signal: libc::c_int,
+    info: *mut libc::siginfo_t,
+    _: *mut libc::c_void,
+) {
     // SAFETY: an SA_SIGINFO handler gets a valid siginfo_t.
     let info = unsafe { &*(info as *const TimerInfo) };
     RAISED_CODE.store(info.code, Ordering::SeqCst);
@@ -276,7 +312,12 @@ fn queue_to_self(signal: i32, value: usize) {
             &info as *const libc::siginfo_t,
         )
     };
-    assert_eq!(rc, 0, "rt_tgsigqueueinfo: {}", std::io::Error::last_os_error());
+    assert_eq!(
+        rc,
+        0,
+        "rt_tgsigqueueinfo: {}",
+        std::io::Error::last_os_error()
+    );
 }
 
 #[test]
@@ -296,7 +337,10 @@ fn a_sampling_signal_from_elsewhere_meets_the_programs_disposition() {
         assert_eq!(unsafe { libc::raise(signal) }, 0);
     }
     // SAFETY: as above, through pthread_kill.
-    assert_eq!(unsafe { libc::pthread_kill(libc::pthread_self(), signal) }, 0);
+    assert_eq!(
+        unsafe { libc::pthread_kill(libc::pthread_self(), signal) },
+        0
+    );
     queue_to_self(signal, 0x5354_0000_0000_0000);
     assert_eq!(program_action(signal).sa_sigaction, libc::SIG_IGN);
 
@@ -305,19 +349,35 @@ fn a_sampling_signal_from_elsewhere_meets_the_programs_disposition() {
     assert!(!blocked(MASKED) && !blocked(signal));
     set_program_action(
         signal,
-        &action(raised_handler as *const () as usize, libc::SA_SIGINFO, &[MASKED]),
+        &action(
+            raised_handler as *const () as usize,
+            libc::SA_SIGINFO,
+            &[MASKED],
+        ),
     );
     // SAFETY: raising a signal whose handler is strobe's.
     assert_eq!(unsafe { libc::raise(signal) }, 0);
     assert_eq!(RAISED_CALLS.load(Ordering::SeqCst), 1);
     assert_eq!(RAISED_CODE.load(Ordering::SeqCst), SI_TKILL);
-    assert!(MASKED_INSIDE.load(Ordering::SeqCst), "sa_mask applies in the handler");
-    assert!(SELF_BLOCKED_INSIDE.load(Ordering::SeqCst), "the signal itself is blocked in its handler");
-    assert!(!blocked(MASKED), "the program's sa_mask is lifted after the handler");
+    assert!(
+        MASKED_INSIDE.load(Ordering::SeqCst),
+        "sa_mask applies in the handler"
+    );
+    assert!(
+        SELF_BLOCKED_INSIDE.load(Ordering::SeqCst),
+        "the signal itself is blocked in its handler"
+    );
+    assert!(
+        !blocked(MASKED),
+        "the program's sa_mask is lifted after the handler"
+    );
     assert!(!blocked(signal));
 
     // SAFETY: as above, through pthread_kill.
-    assert_eq!(unsafe { libc::pthread_kill(libc::pthread_self(), signal) }, 0);
+    assert_eq!(
+        unsafe { libc::pthread_kill(libc::pthread_self(), signal) },
+        0
+    );
     assert_eq!(RAISED_CALLS.load(Ordering::SeqCst), 2);
 
     // Not from a timer, though its value looks like one of strobe's
@@ -343,7 +403,11 @@ fn a_sampling_signal_from_elsewhere_meets_the_programs_disposition() {
 
     sampler.unregister_current_thread();
     sampler.stop();
-    assert_eq!(RAISED_CALLS.load(Ordering::SeqCst), 3, "strobe's timer signals never reached it");
+    assert_eq!(
+        RAISED_CALLS.load(Ordering::SeqCst),
+        3,
+        "strobe's timer signals never reached it"
+    );
 }
 
 #[test]
@@ -411,7 +475,10 @@ fn free_realtime_signals_leaves_alone_signals_already_in_use() {
         assert_eq!(libc::sigaction(ignored, &i, std::ptr::null_mut()), 0);
     }
     let after = free_realtime_signals(64);
-    assert!(!after.contains(&handled), "{handled} has a handler: {after:?}");
+    assert!(
+        !after.contains(&handled),
+        "{handled} has a handler: {after:?}"
+    );
     assert!(!after.contains(&ignored), "{ignored} is ignored: {after:?}");
     assert_eq!(after, before[2..]);
     assert_eq!(free_realtime_signals(1), before[2..3]);
@@ -430,5 +497,8 @@ fn free_realtime_signals_leaves_alone_signals_already_in_use() {
         assert_eq!(libc::sigaction(ignored, &d, std::ptr::null_mut()), 0);
     }
     let again = free_realtime_signals(64);
-    assert!(again.contains(&handled) && again.contains(&ignored), "{again:?}");
+    assert!(
+        again.contains(&handled) && again.contains(&ignored),
+        "{again:?}"
+    );
 }

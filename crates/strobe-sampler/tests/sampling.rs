@@ -177,7 +177,11 @@ fn threads_sampled_in_waves_reuse_the_slots_the_collector_frees() {
             .collect();
         let ended: Vec<(i32, u32)> = handles.into_iter().map(|h| h.join().unwrap()).collect();
         let slots: HashSet<u32> = ended.iter().map(|&(_, slot)| slot).collect();
-        assert_eq!(slots.len(), SLOTS as usize, "wave {wave}: one slot per thread");
+        assert_eq!(
+            slots.len(),
+            SLOTS as usize,
+            "wave {wave}: one slot per thread"
+        );
         // As the collector: drain every ended slot, then give it back.
         for (tid, slot) in ended {
             assert_eq!(
@@ -187,7 +191,11 @@ fn threads_sampled_in_waves_reuse_the_slots_the_collector_frees() {
             assert_eq!(seg.slot(slot).tid.load(Ordering::SeqCst), tid);
             let got = drain(seg, slot);
             let c = counters(seg, slot);
-            assert_eq!(c.taken as usize, got.len(), "wave {wave}, slot {slot}: every sample drained once");
+            assert_eq!(
+                c.taken as usize,
+                got.len(),
+                "wave {wave}, slot {slot}: every sample drained once"
+            );
             assert_eq!(c.lost_full, 0, "wave {wave}, slot {slot}");
             assert!(
                 got.iter().all(|s| s.tid == tid),
@@ -248,6 +256,56 @@ fn a_thread_older_than_the_sampler_is_registered_by_tid() {
     assert!(
         nearly_all(complete, samples.len()),
         "{complete}/{} complete via the memory map",
+        samples.len()
+    );
+}
+
+#[test]
+fn a_thread_with_a_small_alternate_signal_stack_is_sampled() {
+    // Rust gives every thread an alternate signal stack of a few KiB for
+    // its stack-overflow handler, C programs install ones of SIGSTKSZ:
+    // unwinding needs more than that, on the thread's own stack.
+    let _turn = one_at_a_time();
+    let w = Arc::new(load_workload());
+    let seg = segment(4, 1 << 18);
+    let sampler = Sampler::start(config(Some(250.0), Some(1000.0)), seg).unwrap();
+    let worker = {
+        let (sampler, w) = (sampler.clone(), w.clone());
+        std::thread::spawn(move || {
+            let mut alternate = vec![0u8; libc::SIGSTKSZ];
+            let small = libc::stack_t {
+                ss_sp: alternate.as_mut_ptr().cast(),
+                ss_flags: 0,
+                ss_size: alternate.len(),
+            };
+            // SAFETY: stack_t is plain old data filled by the call.
+            let mut previous: libc::stack_t = unsafe { std::mem::zeroed() };
+            // SAFETY: the buffer outlives its use as the alternate stack:
+            // the previous one is back before it is freed.
+            assert_eq!(unsafe { libc::sigaltstack(&small, &mut previous) }, 0);
+            let slot = seg.claim_slot(gettid()).unwrap();
+            sampler.register_current_thread(slot).unwrap();
+            (w.spin_ms)(200.0);
+            sampler.unregister_current_thread();
+            seg.end_slot(slot);
+            // SAFETY: restoring the stack that was installed before.
+            assert_eq!(
+                unsafe { libc::sigaltstack(&previous, std::ptr::null_mut()) },
+                0
+            );
+            drop(alternate);
+            slot
+        })
+    };
+    let slot = worker.join().expect("the thread survives its samples");
+    sampler.stop();
+    let samples = drain(seg, slot);
+    assert_eq!(counters(seg, slot).taken as usize, samples.len());
+    assert!(samples.len() > 100, "{} samples", samples.len());
+    let complete = samples.iter().filter(|s| s.complete).count();
+    assert!(
+        nearly_all(complete, samples.len()),
+        "{complete}/{} complete",
         samples.len()
     );
 }
@@ -345,7 +403,10 @@ fn nothing_is_written_while_the_collector_says_not_to_sample() {
     // sleep short), yet nothing is written.
     let interrupted = sleeps_interrupted(Duration::from_millis(200));
     (w.spin_ms)(100.0);
-    assert!(interrupted > 50, "{interrupted} signals in 200 ms at 1000 Hz");
+    assert!(
+        interrupted > 50,
+        "{interrupted} signals in 200 ms at 1000 Hz"
+    );
     assert_eq!(counters(seg, slot), Counters::default());
     assert_eq!(seg.sample_ring(slot).used(), 0);
 
@@ -401,7 +462,10 @@ fn a_full_ring_counts_lost_samples_and_every_kept_sample_decodes() {
     for (round, depth) in [0, 10, 100, 3, 40, 200].into_iter().enumerate() {
         (w.recurse)(depth, 60.0);
         let lost = counters(seg, slot).lost_full;
-        assert!(lost > lost_before, "round {round}: the full ring loses samples");
+        assert!(
+            lost > lost_before,
+            "round {round}: the full ring loses samples"
+        );
         lost_before = lost;
         let mut check = |payload: &[u8]| {
             let s = decode_sample(payload).expect("every record decodes");
@@ -430,7 +494,10 @@ fn a_full_ring_counts_lost_samples_and_every_kept_sample_decodes() {
     let c = counters(seg, slot);
     assert_eq!(c.taken, records, "every sample taken was drained whole");
     assert!(c.lost_full > 0);
-    assert!(truncated > 0, "recursions deeper than max_depth are cut short");
+    assert!(
+        truncated > 0,
+        "recursions deeper than max_depth are cut short"
+    );
     assert!(c.incomplete >= truncated);
     assert_eq!(ring.used(), 0);
 }

@@ -144,7 +144,7 @@ const FREQ: Kind = Kind::Float {
     min: 0.001,
     max: 100_000.0,
 };
-const SIGNAL: Kind = Kind::Int { min: 1, max: 64 };
+const SIGNAL: Kind = Kind::Int { min: 0, max: 64 };
 
 settings! {
     /// How much strobe reports about itself: 0 = warnings and errors, 1 = progress, 2 = details, 3 = debugging.
@@ -185,20 +185,14 @@ settings! {
     SamplingRealtimeDelay = "sampling_realtime_delay", Sampling, Kind::Duration, Inherit(Key::SamplingDelay);
     /// Real-time timer duration; overrides sampling_duration.
     SamplingRealtimeDuration = "sampling_realtime_duration", Sampling, Kind::Duration, Inherit(Key::SamplingDuration);
-    /// Signal number the CPU-time timer delivers (27 = SIGPROF).
-    SamplingCputimeSignal = "sampling_cputime_signal", Sampling, SIGNAL, Text("27");
-    /// Signal number the real-time timer delivers (38 = SIGRTMIN+4 with glibc).
-    SamplingRealtimeSignal = "sampling_realtime_signal", Sampling, SIGNAL, Text("38");
+    /// Signal number the CPU-time timer delivers; 0 = a free real-time signal chosen in each process.
+    SamplingCputimeSignal = "sampling_cputime_signal", Sampling, SIGNAL, Text("0");
+    /// Signal number the real-time timer delivers; 0 = a free real-time signal chosen in each process.
+    SamplingRealtimeSignal = "sampling_realtime_signal", Sampling, SIGNAL, Text("0");
     /// Most frames recorded per call stack.
     SamplingDepth = "sampling_depth", Sampling, Kind::Int { min: 1, max: 8000 }, Text("512");
-    /// Samples each thread's mmap'd buffer holds before it is handed to an allocator thread.
+    /// Size of each thread's sample ring in the shared segment, in samples of 64 bytes (rounded up to a power of two); the collector drains it every 5 ms.
     SamplingBufferSamples = "sampling_buffer_samples", Sampling, Kind::Int { min: 1024, max: 1_048_576 }, Text("1024");
-    /// Most samplers (threads) one allocator thread serves; more threads start more allocators.
-    SamplingAllocatorSize = "sampling_allocator_size", Sampling, Kind::Int { min: 1, max: 4096 }, Text("8");
-    /// Allocator threads write full sample buffers to temporary files instead of keeping them in memory.
-    UseTemporaryFiles = "use_temporary_files", Sampling, Kind::Bool, Text("false");
-    /// Directory for temporary files; unset = $TMPDIR or /tmp.
-    Tmpdir = "tmpdir", Sampling, Kind::Path, Unset;
     /// When every collector may collect: [clock:]delay[:duration[:cycles]] specs run one after another; empty = always.
     TracePeriods = "trace_periods", Tracing, Kind::TimeWindows, Text("");
     /// Record regions and markers from the user API and XPTI events.
