@@ -19,7 +19,16 @@ pub struct Kept {
     pub timestamp_ns: u64,
     pub clock: TimerClock,
     pub complete: bool,
+    /// Timer expirations the kernel merged into this sample.
+    pub overruns: u32,
     pub frames: Vec<u64>,
+}
+
+/// Timer expirations behind `samples`: one each, plus those the kernel
+/// merged into it. The CPU-time timer is checked at scheduler ticks while
+/// its thread runs, so on a busy machine it merges many expirations.
+pub fn expirations<'a>(samples: impl IntoIterator<Item = &'a Kept>) -> u64 {
+    samples.into_iter().map(|s| 1 + u64::from(s.overruns)).sum()
 }
 
 /// Keeps every sample.
@@ -33,6 +42,7 @@ impl SampleSink for Collect {
             timestamp_ns: s.timestamp_ns,
             clock: s.clock,
             complete: s.complete,
+            overruns: s.overruns,
             frames: s.frames.to_vec(),
         });
     }
