@@ -19,7 +19,6 @@ use strobe_core::settings::{Key, Settings};
 use strobe_core::shm::config::{RuntimeConfig, COLLECTOR_ENV, CONFIG_ENV};
 use strobe_core::shm::segment::{exec_reason, Layout};
 
-
 /// Options of `strobe sample`.
 #[derive(Debug, Args)]
 pub struct SampleArgs {
@@ -247,7 +246,8 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
         )
     })?;
     let run_dir = crate::run_dir::create(&output_dir, &args.command[0].to_string_lossy())?;
-    let collector = strobe_collect::Collector::start(collector_options(&settings, run_dir.clone()))?;
+    let collector =
+        strobe_collect::Collector::start(collector_options(&settings, run_dir.clone()))?;
 
     let mut env: Vec<(OsString, OsString)> = settings
         .to_env()
@@ -331,7 +331,8 @@ fn wait_for_collector(collector: strobe_collect::Collector) -> strobe_collect::R
             let live = collector.live();
             if !live.is_empty() {
                 told = true;
-                let names: Vec<String> = live.iter().map(|(pid, c)| format!("{pid} ({c})")).collect();
+                let names: Vec<String> =
+                    live.iter().map(|(pid, c)| format!("{pid} ({c})")).collect();
                 eprintln!(
                     "strobe: the program exited; {} process(es) it started are still running: {}; collecting until they end (Ctrl-C to stop)",
                     live.len(),

@@ -603,10 +603,7 @@ fn flamegraph_and_formats_right_after_the_run() {
         "{folded}"
     );
     for f in ["hotspots.pftrace", "hotspots.pb.gz"] {
-        assert!(
-            std::fs::metadata(run.join(f)).unwrap().len() > 100,
-            "{f}"
-        );
+        assert!(std::fs::metadata(run.join(f)).unwrap().len() > 100, "{f}");
     }
     let o = sample_with(out.path(), &["--format", "nonsense"], &["true"]);
     assert_ne!(o.status.code(), Some(0), "an unknown format is an error");

@@ -120,7 +120,11 @@ impl Collector {
 
     /// Processes still followed: (pid, command).
     pub fn live(&self) -> Vec<(i32, String)> {
-        self.shared.live.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.shared
+            .live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The launched program ended: finish once every process it started
@@ -213,9 +217,8 @@ fn run(listener: &listen::Listener, shared: &Shared) {
             p.drain(options);
         }
         let interrupted = shared.interrupted.load(Ordering::SeqCst);
-        let (ended, running): (Vec<_>, Vec<_>) = processes
-            .into_iter()
-            .partition(|p| p.exited || interrupted);
+        let (ended, running): (Vec<_>, Vec<_>) =
+            processes.into_iter().partition(|p| p.exited || interrupted);
         processes = running;
         for p in ended {
             retire(shared, p, false);

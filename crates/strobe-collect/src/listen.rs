@@ -30,7 +30,10 @@ fn sockaddr(name: &str) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
     addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
     let bytes = name.as_bytes();
     if bytes.len() + 1 > addr.sun_path.len() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "socket name too long"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "socket name too long",
+        ));
     }
     for (dst, &src) in addr.sun_path[1..].iter_mut().zip(bytes) {
         *dst = src as libc::c_char;
@@ -65,7 +68,14 @@ impl Listener {
         );
         let (addr, len) = sockaddr(&name)?;
         // SAFETY: a valid address of `len` bytes.
-        if unsafe { libc::bind(fd.as_raw_fd(), &addr as *const _ as *const libc::sockaddr, len) } != 0 {
+        if unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                &addr as *const _ as *const libc::sockaddr,
+                len,
+            )
+        } != 0
+        {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: listening on our bound socket.

@@ -62,7 +62,12 @@ fn describe(segment: &Segment) -> Described {
             _ => {}
         }
     }
-    if d.db_name.as_os_str().is_empty() || d.db_name.is_absolute() || d.db_name.components().any(|c| c == std::path::Component::ParentDir) {
+    if d.db_name.as_os_str().is_empty()
+        || d.db_name.is_absolute()
+        || d.db_name
+            .components()
+            .any(|c| c == std::path::Component::ParentDir)
+    {
         d.db_name = PathBuf::from(format!("{}.db", segment.header().pid));
     }
     d
@@ -183,7 +188,8 @@ impl Process {
                     self.profile = Some(p);
                 }
                 Err(e) => {
-                    self.notes.push(format!("cannot write its profile {}: {e}", path.display()));
+                    self.notes
+                        .push(format!("cannot write its profile {}: {e}", path.display()));
                     return None;
                 }
             }
@@ -213,7 +219,11 @@ impl Process {
             }
             let tid = slot.tid.load(Ordering::Acquire);
             let since = slot.blocked_since.load(Ordering::Relaxed);
-            let open = if since == 0 { 0 } else { now_ns().saturating_sub(since) };
+            let open = if since == 0 {
+                0
+            } else {
+                now_ns().saturating_sub(since)
+            };
             // Short blocks (around fork, in critical sections) lose a
             // sample at most: only long ones are reported.
             let blocked = slot.blocked_ns.load(Ordering::Relaxed) + open >= BLOCKED_REPORT_NS;
@@ -239,7 +249,8 @@ impl Process {
                         modules: &modules,
                     };
                     if drain_samples(&ring, &mut sink).is_err() {
-                        self.notes.push(format!("slot {i}: a corrupt sample record was skipped"));
+                        self.notes
+                            .push(format!("slot {i}: a corrupt sample record was skipped"));
                     }
                 }
                 self.modules = modules;
@@ -283,11 +294,17 @@ impl Process {
         let mut records: Vec<(u16, u32, u64, Vec<u8>)> = Vec::new();
         let drained = ring.drain(|payload| {
             if let Some(e) = decode_event(payload) {
-                records.push((e.head.kind, e.head.arg, e.head.timestamp_ns, e.bytes.to_vec()));
+                records.push((
+                    e.head.kind,
+                    e.head.arg,
+                    e.head.timestamp_ns,
+                    e.bytes.to_vec(),
+                ));
             }
         });
         if drained.is_err() {
-            self.notes.push(format!("thread {tid}: a corrupt event record was skipped"));
+            self.notes
+                .push(format!("thread {tid}: a corrupt event record was skipped"));
         }
         for (kind, arg, at, bytes) in records {
             self.event(tid, kind, arg, at, &bytes, options);
@@ -320,7 +337,11 @@ impl Process {
                 self.strings.insert(arg, text());
             }
             event::REGION_BEGIN | event::MARK => {
-                let name = self.strings.get(&arg).cloned().unwrap_or_else(|| format!("string {arg}"));
+                let name = self
+                    .strings
+                    .get(&arg)
+                    .cloned()
+                    .unwrap_or_else(|| format!("string {arg}"));
                 if let Some(p) = self.profile(options) {
                     let r = if kind == event::MARK {
                         p.mark(tid, &name, at)
@@ -336,22 +357,18 @@ impl Process {
                     p.note(r);
                 }
             }
-            event::CHILD_EXEC => {
-                if bytes.len() >= 4 {
-                    let child = i32::from_le_bytes(bytes[..4].try_into().unwrap_or_default());
-                    let target = String::from_utf8_lossy(&bytes[4..]);
-                    self.notes.push(format!(
-                        "its child {child} was not profiled: it ran {target}: {}",
-                        exec_reason::describe(arg)
-                    ));
-                }
+            event::CHILD_EXEC if bytes.len() >= 4 => {
+                let child = i32::from_le_bytes(bytes[..4].try_into().unwrap_or_default());
+                let target = String::from_utf8_lossy(&bytes[4..]);
+                self.notes.push(format!(
+                    "its child {child} was not profiled: it ran {target}: {}",
+                    exec_reason::describe(arg)
+                ));
             }
-            event::XPTI_NAME => {
-                if bytes.len() >= 8 {
-                    let uid = u64::from_le_bytes(bytes[..8].try_into().unwrap_or_default());
-                    self.xpti_names
-                        .insert(uid, String::from_utf8_lossy(&bytes[8..]).into_owned());
-                }
+            event::XPTI_NAME if bytes.len() >= 8 => {
+                let uid = u64::from_le_bytes(bytes[..8].try_into().unwrap_or_default());
+                self.xpti_names
+                    .insert(uid, String::from_utf8_lossy(&bytes[8..]).into_owned());
             }
             event::XPTI => {
                 let Some(x) = read::<XptiBody>(bytes) else {
@@ -424,7 +441,9 @@ impl Process {
             ));
         }
         if dropped > 0 {
-            self.notes.push(format!("{dropped} region/marker/tracing records were dropped"));
+            self.notes.push(format!(
+                "{dropped} region/marker/tracing records were dropped"
+            ));
         }
         for i in 0..self.segment.slots_in_use() {
             if self.segment.slot(i).state.load(Ordering::Acquire) != slot_state::FREE {
@@ -444,7 +463,10 @@ impl Process {
         let end = now_ns();
         let names = self.xpti_names.clone();
         profile.close_open_regions(end, |uid| {
-            names.get(&uid).cloned().unwrap_or_else(|| format!("event {uid}"))
+            names
+                .get(&uid)
+                .cloned()
+                .unwrap_or_else(|| format!("event {uid}"))
         });
         for m in &self.modules {
             let r = profile.add_module(m);
@@ -466,7 +488,8 @@ impl Process {
             profile.setting(&format!("not_profiled.{i}"), note);
         }
         if let Some(e) = &profile.error {
-            self.notes.push(format!("some records could not be written: {e}"));
+            self.notes
+                .push(format!("some records could not be written: {e}"));
         }
         let rows = profile.rows;
         let path = profile.path().to_path_buf();
@@ -479,7 +502,8 @@ impl Process {
             }
             Ok(_) => (Some(path), self.notes),
             Err(e) => {
-                self.notes.push(format!("cannot finish {}: {e}", path.display()));
+                self.notes
+                    .push(format!("cannot finish {}: {e}", path.display()));
                 (Some(path), self.notes)
             }
         }

@@ -157,8 +157,11 @@ impl Profile {
         // A reloaded library may reuse an address range: the newest wins.
         self.ranges
             .retain(|&(s, e, _, _)| e <= m.text.start || s >= m.text.end);
-        let at = self.ranges.partition_point(|&(s, _, _, _)| s < m.text.start);
-        self.ranges.insert(at, (m.text.start, m.text.end, m.bias, id));
+        let at = self
+            .ranges
+            .partition_point(|&(s, _, _, _)| s < m.text.start);
+        self.ranges
+            .insert(at, (m.text.start, m.text.end, m.bias, id));
         self.written_modules.push(m.clone());
         Ok(())
     }
@@ -202,31 +205,43 @@ impl Profile {
             self.last_rss_kb = s.peak_rss_kb;
             let counter = match self.rss_counter {
                 Some(c) => c,
-                None => *self.rss_counter.insert(self.writer.add_counter(&CounterInfo {
-                    name: "peak_rss",
-                    description: Some("peak resident set size of the process (getrusage ru_maxrss)"),
-                    units: Some("KiB"),
-                    component: Some("rusage"),
-                    accumulating: false,
-                    expression: None,
-                })?),
+                None => *self
+                    .rss_counter
+                    .insert(self.writer.add_counter(&CounterInfo {
+                        name: "peak_rss",
+                        description: Some(
+                            "peak resident set size of the process (getrusage ru_maxrss)",
+                        ),
+                        units: Some("KiB"),
+                        component: Some("rusage"),
+                        accumulating: false,
+                        expression: None,
+                    })?),
             };
-            self.writer
-                .append_counter_sample(counter, None, s.timestamp_ns, s.peak_rss_kb as f64)?;
+            self.writer.append_counter_sample(
+                counter,
+                None,
+                s.timestamp_ns,
+                s.peak_rss_kb as f64,
+            )?;
         }
         let last = self.last_cpu_write.entry(s.tid).or_insert(0);
         if s.cpu_time_ns > 0 && s.timestamp_ns >= *last + CPU_COUNTER_INTERVAL_NS {
             *last = s.timestamp_ns;
             let counter = match self.cpu_counter {
                 Some(c) => c,
-                None => *self.cpu_counter.insert(self.writer.add_counter(&CounterInfo {
-                    name: "thread_cpu_time",
-                    description: Some("CPU time of the sampled thread (CLOCK_THREAD_CPUTIME_ID)"),
-                    units: Some("ns"),
-                    component: Some("sampler"),
-                    accumulating: true,
-                    expression: None,
-                })?),
+                None => *self
+                    .cpu_counter
+                    .insert(self.writer.add_counter(&CounterInfo {
+                        name: "thread_cpu_time",
+                        description: Some(
+                            "CPU time of the sampled thread (CLOCK_THREAD_CPUTIME_ID)",
+                        ),
+                        units: Some("ns"),
+                        component: Some("sampler"),
+                        accumulating: true,
+                        expression: None,
+                    })?),
             };
             self.writer.append_counter_sample(
                 counter,
@@ -350,15 +365,23 @@ impl Profile {
         let stacks: Vec<_> = self.stacks.drain().collect();
         for (tid, stack) in stacks {
             for (depth, (name, start)) in stack.into_iter().enumerate() {
-                let r = self.region(tid, name, "user", start, end_ns, depth as u32, &unterminated);
+                let r = self.region(
+                    tid,
+                    name,
+                    "user",
+                    start,
+                    end_ns,
+                    depth as u32,
+                    &unterminated,
+                );
                 self.note(r);
             }
         }
         let open: Vec<_> = self.open.drain().collect();
         for ((tid, uid, _), (start, depth)) in open {
-            let r = self
-                .text(&xpti_name(uid))
-                .and_then(|name| self.region(tid, name, "user", start, end_ns, depth, &unterminated));
+            let r = self.text(&xpti_name(uid)).and_then(|name| {
+                self.region(tid, name, "user", start, end_ns, depth, &unterminated)
+            });
             self.note(r);
         }
     }

@@ -14,13 +14,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 /// abstract socket `name`.
 pub fn hand_over(name: &str, segment_fd: &OwnedFd) -> io::Result<()> {
     // SAFETY: socket(2) with constant arguments.
-    let sock = unsafe {
-        libc::socket(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-        )
-    };
+    let sock = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) };
     if sock < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -31,7 +25,10 @@ pub fn hand_over(name: &str, segment_fd: &OwnedFd) -> io::Result<()> {
     addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
     let bytes = name.as_bytes();
     if bytes.len() + 1 > addr.sun_path.len() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "collector name too long"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "collector name too long",
+        ));
     }
     // Abstract namespace: a leading NUL, no file.
     for (dst, &src) in addr.sun_path[1..].iter_mut().zip(bytes) {
@@ -39,7 +36,14 @@ pub fn hand_over(name: &str, segment_fd: &OwnedFd) -> io::Result<()> {
     }
     let len = (std::mem::size_of::<libc::sa_family_t>() + 1 + bytes.len()) as libc::socklen_t;
     // SAFETY: a valid address of `len` bytes.
-    if unsafe { libc::connect(sock.as_raw_fd(), &addr as *const _ as *const libc::sockaddr, len) } != 0 {
+    if unsafe {
+        libc::connect(
+            sock.as_raw_fd(),
+            &addr as *const _ as *const libc::sockaddr,
+            len,
+        )
+    } != 0
+    {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: pidfd_open of our own pid.

@@ -83,7 +83,8 @@ pub fn emit(rt: &Runtime, slot: u32, kind: u16, arg: u32, timestamp_ns: u64, byt
     let mut written = ring.push(&parts);
     if !written {
         let len = parts.iter().map(|p| p.len()).sum::<usize>();
-        written = len <= ring.max_payload() && rt.config.lossless && wait_for_room(rt, &ring, &parts);
+        written =
+            len <= ring.max_payload() && rt.config.lossless && wait_for_room(rt, &ring, &parts);
         if !written {
             seg.header().events_dropped.fetch_add(1, Ordering::Relaxed);
         }

@@ -83,7 +83,8 @@ fn environment_carries_strobe(envp: Argv) -> bool {
         }
         // SAFETY: each entry is NUL-terminated.
         let entry = unsafe { CStr::from_ptr(p) }.to_bytes();
-        let starts = |name: &str| entry.starts_with(name.as_bytes()) && entry.get(name.len()) == Some(&b'=');
+        let starts =
+            |name: &str| entry.starts_with(name.as_bytes()) && entry.get(name.len()) == Some(&b'=');
         if starts(COLLECTOR_ENV) {
             found[0] = true;
         } else if starts(CONFIG_ENV) {
@@ -104,7 +105,11 @@ fn resolve(file: &[u8]) -> Vec<u8> {
     }
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
     for dir in path.as_encoded_bytes().split(|&c| c == b':') {
-        let mut candidate = if dir.is_empty() { b".".to_vec() } else { dir.to_vec() };
+        let mut candidate = if dir.is_empty() {
+            b".".to_vec()
+        } else {
+            dir.to_vec()
+        };
         candidate.push(b'/');
         candidate.extend_from_slice(file);
         if std::path::Path::new(std::ffi::OsStr::from_bytes(&candidate)).is_file() {
@@ -116,7 +121,11 @@ fn resolve(file: &[u8]) -> Vec<u8> {
 
 /// Prepares for the image to be replaced, runs `exec`, and undoes the
 /// preparation if it failed.
-fn around_exec(file: *const libc::c_char, envp: Argv, exec: impl FnOnce() -> libc::c_int) -> libc::c_int {
+fn around_exec(
+    file: *const libc::c_char,
+    envp: Argv,
+    exec: impl FnOnce() -> libc::c_int,
+) -> libc::c_int {
     let target_and_reason = || {
         let target = if file.is_null() {
             Vec::new()
@@ -178,7 +187,14 @@ fn note_vfork_child_exec(target_and_reason: impl FnOnce() -> (Vec<u8>, u32)) {
     // SAFETY: getpid has no preconditions (the child's own pid).
     let mut bytes = unsafe { libc::getpid() }.to_le_bytes().to_vec();
     bytes.extend_from_slice(&target);
-    crate::events::emit(rt, slot, strobe_core::shm::wire::event::CHILD_EXEC, reason, 0, &bytes);
+    crate::events::emit(
+        rt,
+        slot,
+        strobe_core::shm::wire::event::CHILD_EXEC,
+        reason,
+        0,
+        &bytes,
+    );
 }
 
 /// The process's environment (for the exec variants without `envp`).
@@ -206,7 +222,9 @@ pub unsafe extern "C" fn execve(path: *const libc::c_char, argv: Argv, envp: Arg
 pub unsafe extern "C" fn execv(path: *const libc::c_char, argv: Argv) -> libc::c_int {
     let real_exec = real!(REAL_EXECV as fn(*const libc::c_char, Argv) -> libc::c_int);
     // SAFETY: forwarding the caller's arguments.
-    around_exec(path, current_environment(), || unsafe { real_exec(path, argv) })
+    around_exec(path, current_environment(), || unsafe {
+        real_exec(path, argv)
+    })
 }
 
 /// Interposes `execvp`.
@@ -217,7 +235,9 @@ pub unsafe extern "C" fn execv(path: *const libc::c_char, argv: Argv) -> libc::c
 pub unsafe extern "C" fn execvp(file: *const libc::c_char, argv: Argv) -> libc::c_int {
     let real_exec = real!(REAL_EXECVP as fn(*const libc::c_char, Argv) -> libc::c_int);
     // SAFETY: forwarding the caller's arguments.
-    around_exec(file, current_environment(), || unsafe { real_exec(file, argv) })
+    around_exec(file, current_environment(), || unsafe {
+        real_exec(file, argv)
+    })
 }
 
 /// Interposes `execvpe`.
@@ -260,4 +280,3 @@ pub extern "C" fn execlp() {
 pub extern "C" fn execle() {
     std::arch::naked_asm!("jmp {}", sym strobe_execle)
 }
-

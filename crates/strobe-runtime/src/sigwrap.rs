@@ -13,7 +13,9 @@
 use crate::interpose::{real, RealFn};
 use crate::state::Runtime;
 use std::sync::atomic::Ordering;
-use strobe_sampler::signals::{is_sampling_signal, program_action, real_sigaction, set_program_action};
+use strobe_sampler::signals::{
+    is_sampling_signal, program_action, real_sigaction, set_program_action,
+};
 
 static REAL_SIGNAL: RealFn = RealFn::new(c"signal");
 static REAL_SYSV_SIGNAL: RealFn = RealFn::new(c"sysv_signal");
@@ -128,7 +130,8 @@ pub fn note_current_mask(rt: &Runtime, slot: u32) {
     let s = rt.segment.slot(slot);
     let since = s.blocked_since.load(Ordering::Relaxed);
     if blocked && since == 0 {
-        s.blocked_since.store(strobe_core::clock::now_ns(), Ordering::Relaxed);
+        s.blocked_since
+            .store(strobe_core::clock::now_ns(), Ordering::Relaxed);
     } else if !blocked && since != 0 {
         let spent = strobe_core::clock::now_ns().saturating_sub(since);
         s.blocked_ns.fetch_add(spent, Ordering::Relaxed);
@@ -157,7 +160,8 @@ pub unsafe extern "C" fn sigprocmask(
     old: *mut libc::sigset_t,
 ) -> libc::c_int {
     let real_fn = real!(
-        REAL_SIGPROCMASK as fn(libc::c_int, *const libc::sigset_t, *mut libc::sigset_t) -> libc::c_int
+        REAL_SIGPROCMASK
+            as fn(libc::c_int, *const libc::sigset_t, *mut libc::sigset_t) -> libc::c_int
     );
     // SAFETY: forwarding the caller's arguments.
     let rc = unsafe { real_fn(how, set, old) };

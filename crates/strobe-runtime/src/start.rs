@@ -95,7 +95,9 @@ pub fn create_segment(config: &RuntimeConfig, args: &[Vec<u8>]) -> Option<&'stat
     let (segment, fd) = match Segment::create(config.layout, pid, ppid, now_ns()) {
         Ok(s) => s,
         Err(e) => {
-            crate::log::emit(&format!("profiling is off for this process: cannot create its shared memory: {e}"));
+            crate::log::emit(&format!(
+                "profiling is off for this process: cannot create its shared memory: {e}"
+            ));
             return None;
         }
     };

@@ -76,7 +76,10 @@ fn sampler_config(config: &RuntimeConfig) -> Result<SamplerConfig, String> {
         (config.cputime_hz, config.cputime_signal),
         (config.realtime_hz, config.realtime_signal),
     ];
-    let needed = wanted.iter().filter(|(hz, sig)| *hz > 0.0 && *sig == 0).count();
+    let needed = wanted
+        .iter()
+        .filter(|(hz, sig)| *hz > 0.0 && *sig == 0)
+        .count();
     let mut free = strobe_sampler::signals::free_realtime_signals(needed).into_iter();
     let mut timers = [None, None];
     for (i, (hz, signal)) in wanted.into_iter().enumerate() {
@@ -103,7 +106,9 @@ fn sampler_config(config: &RuntimeConfig) -> Result<SamplerConfig, String> {
 /// Builds and publishes the runtime for this process around `segment`.
 pub fn publish(config: RuntimeConfig, segment: &'static Segment) -> &'static Runtime {
     let sampler = if config.cputime_hz > 0.0 || config.realtime_hz > 0.0 {
-        match sampler_config(&config).and_then(|c| Sampler::start(c, segment).map_err(|e| e.to_string())) {
+        match sampler_config(&config)
+            .and_then(|c| Sampler::start(c, segment).map_err(|e| e.to_string()))
+        {
             Ok(s) => Some(s),
             Err(e) => {
                 crate::log::emit(&format!("sampling is off: {e}"));

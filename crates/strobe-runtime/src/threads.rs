@@ -153,7 +153,11 @@ pub fn thread_name() -> Vec<u8> {
     let mut buf = [0u8; 16];
     // SAFETY: a 16-byte buffer, as the kernel's names are.
     let rc = unsafe {
-        libc::pthread_getname_np(libc::pthread_self(), buf.as_mut_ptr() as *mut libc::c_char, 16)
+        libc::pthread_getname_np(
+            libc::pthread_self(),
+            buf.as_mut_ptr() as *mut libc::c_char,
+            16,
+        )
     };
     if rc != 0 {
         return Vec::new();

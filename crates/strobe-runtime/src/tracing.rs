@@ -14,10 +14,10 @@ use std::ffi::CStr;
 use std::sync::Arc;
 use strobe_core::clock::now_ns;
 use strobe_core::shm::wire::{as_bytes, event, XptiBody};
-use strobe_trace::Notification;
 use strobe_trace::subscriber::{StreamInit, Subscriber};
 use strobe_trace::types::trace_point;
 use strobe_trace::Framework;
+use strobe_trace::Notification;
 
 const NAMED: usize = 128;
 

@@ -101,7 +101,10 @@ impl Sampler {
     /// Installs the signal handlers, builds the unwinder snapshot and
     /// directs samples to `segment`. No thread is sampled until it
     /// registers.
-    pub fn start(config: SamplerConfig, segment: &'static Segment) -> Result<Sampler, SamplerError> {
+    pub fn start(
+        config: SamplerConfig,
+        segment: &'static Segment,
+    ) -> Result<Sampler, SamplerError> {
         for t in [config.cputime, config.realtime].iter().flatten() {
             if !(t.freq_hz > 0.0 && t.freq_hz.is_finite()) {
                 return Err(SamplerError::BadFrequency(t.freq_hz));
@@ -158,14 +161,21 @@ impl Sampler {
         self.register(tid, slot, None)
     }
 
-    fn register(&self, tid: i32, slot: u32, stack: Option<StackBounds>) -> Result<(), SamplerError> {
+    fn register(
+        &self,
+        tid: i32,
+        slot: u32,
+        stack: Option<StackBounds>,
+    ) -> Result<(), SamplerError> {
         let shared = &self.shared;
         if shared.stopped.load(Ordering::SeqCst) {
             return Ok(());
         }
         let sampler = match lock(&shared.pool).pop() {
             Some(s) => s,
-            None => ThreadSampler::create(shared.config.max_depth).map_err(os("creating a sampler"))?,
+            None => {
+                ThreadSampler::create(shared.config.max_depth).map_err(os("creating a sampler"))?
+            }
         };
         let maps = if stack.is_none() {
             writable_mappings()
@@ -198,7 +208,11 @@ impl Sampler {
     }
 
     /// Creates the thread's timers, armed unless paused.
-    fn create_timers(&self, sampler: &ThreadSampler, tid: i32) -> Result<Vec<ThreadTimer>, SamplerError> {
+    fn create_timers(
+        &self,
+        sampler: &ThreadSampler,
+        tid: i32,
+    ) -> Result<Vec<ThreadTimer>, SamplerError> {
         let shared = &self.shared;
         let mut timers = Vec::new();
         for clock in TimerClock::ALL {
@@ -302,7 +316,11 @@ impl Sampler {
     /// deactivated and forgotten (never freed: they are leaked by design).
     pub fn abandon_after_fork(&self) {
         self.shared.stopped.store(true, Ordering::SeqCst);
-        let live = self.shared.live.try_lock().map_or_else(|_| Vec::new(), |mut g| std::mem::take(&mut *g));
+        let live = self
+            .shared
+            .live
+            .try_lock()
+            .map_or_else(|_| Vec::new(), |mut g| std::mem::take(&mut *g));
         for s in live {
             s.active.store(false, Ordering::SeqCst);
             // The timer ids are not valid in the child: forget, don't delete.

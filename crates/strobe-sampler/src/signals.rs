@@ -145,8 +145,7 @@ pub fn free_realtime_signals(wanted: usize) -> Vec<i32> {
             let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
             // SAFETY: querying only.
             let queried = unsafe { real_sigaction(s, std::ptr::null(), &mut old) } == 0;
-            queried && old.sa_sigaction == libc::SIG_DFL
-                && !is_sampling_signal(s)
+            queried && old.sa_sigaction == libc::SIG_DFL && !is_sampling_signal(s)
         })
         .take(wanted)
         .collect()
@@ -178,11 +177,7 @@ fn default_ignores(signal: i32) -> bool {
 
 /// Delivers a signal that did not come from strobe's timers as the program
 /// asked. **Signal handler**: atomics and async-signal-safe calls only.
-pub(crate) fn deliver_to_program(
-    signal: i32,
-    info: *mut libc::siginfo_t,
-    ctx: *mut libc::c_void,
-) {
+pub(crate) fn deliver_to_program(signal: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     let action = program_action(signal);
     match action.sa_sigaction {
         libc::SIG_IGN => {}
@@ -224,12 +219,5 @@ fn die_by_default(signal: i32) {
     let mut old = [0u64; 16];
     thread_mask(libc::SIG_UNBLOCK, &set, &mut old);
     // SAFETY: tgkill to the calling thread; async-signal-safe.
-    unsafe {
-        libc::syscall(
-            libc::SYS_tgkill,
-            libc::getpid(),
-            libc::gettid(),
-            signal,
-        )
-    };
+    unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), libc::gettid(), signal) };
 }

@@ -246,14 +246,15 @@ fn the_programs_own_timers_on_the_sampling_signals_reach_its_handler_and_strobes
 
     let samples = drain(seg, slot);
     assert_eq!(counters(seg, slot).taken as usize, samples.len());
+    // 400 ms of CPU time: 100 CPU-time expirations, 400 or more real-time.
     let of = |clock| samples.iter().filter(|s| s.clock == clock).count();
     assert!(
-        of(TimerClock::ThreadCpu) > 30,
+        of(TimerClock::ThreadCpu) > 20,
         "{} CPU-time samples",
         of(TimerClock::ThreadCpu)
     );
     assert!(
-        of(TimerClock::Realtime) > 150,
+        of(TimerClock::Realtime) > 100,
         "{} real-time samples",
         of(TimerClock::Realtime)
     );

@@ -50,7 +50,13 @@ fn shares_match_cpu_time_and_stacks_are_complete_across_the_library_boundary() {
         .iter()
         .filter(|s| s.clock == TimerClock::Realtime)
         .collect();
-    assert!(cpu.len() > 150, "CPU-time samples: {}", cpu.len());
+    // 1500 ms of CPU time at 250 Hz: 375 expirations.
+    let cpu_expirations = expirations(cpu.iter().copied());
+    assert!(
+        cpu.len() > 100 && cpu_expirations > 300,
+        "{} CPU-time samples for {cpu_expirations} expirations",
+        cpu.len()
+    );
     assert!(real.len() > 300, "real-time samples: {}", real.len());
 
     let me = gettid();
@@ -250,7 +256,13 @@ fn a_thread_older_than_the_sampler_is_registered_by_tid() {
     sampler.stop();
     let samples = drain(seg, slot);
     assert_eq!(counters(seg, slot).taken as usize, samples.len());
-    assert!(samples.len() > 40, "{} samples", samples.len());
+    // 300 ms of CPU time at 250 Hz: 75 expirations.
+    assert!(
+        samples.len() > 20 && expirations(&samples) > 60,
+        "{} samples for {} expirations",
+        samples.len(),
+        expirations(&samples)
+    );
     assert!(samples.iter().all(|s| s.tid == tid));
     let complete = samples.iter().filter(|s| s.complete).count();
     assert!(
@@ -380,13 +392,30 @@ fn stop_deletes_the_timers_and_restart_creates_them_again() {
         .filter(|s| s.timestamp_ns > stopped_at + 2_000_000 && s.timestamp_ns < restarted_at)
         .count();
     assert_eq!(during, 0, "samples while stopped");
-    for clock in TimerClock::ALL {
-        let n = samples
+    // 100 ms of CPU time: 25 CPU-time expirations, 100 or more real-time.
+    let after = |clock| -> Vec<&Kept> {
+        samples
             .iter()
             .filter(|s| s.clock == clock && s.timestamp_ns >= restarted_at)
-            .count();
-        assert!(n > 10, "{n} {} samples after restart", clock.name());
-    }
+            .collect()
+    };
+    let (cpu, real) = (after(TimerClock::ThreadCpu), after(TimerClock::Realtime));
+    let report = format!(
+        "after restart: {} CPU-time samples for {} expirations, {} real-time for {}; {:?}",
+        cpu.len(),
+        expirations(cpu.iter().copied()),
+        real.len(),
+        expirations(real.iter().copied()),
+        counters(seg, slot)
+    );
+    assert!(
+        cpu.len() >= 5 && expirations(cpu.iter().copied()) > 15,
+        "{report}"
+    );
+    assert!(
+        real.len() > 10 && expirations(real.iter().copied()) > 80,
+        "{report}"
+    );
 }
 
 #[test]
@@ -432,9 +461,20 @@ fn nothing_is_written_while_the_collector_says_not_to_sample() {
         .iter()
         .filter(|s| s.timestamp_ns > real_on)
         .collect();
-    assert!(first.len() > 20, "{} CPU-time samples", first.len());
+    // 200 ms of CPU time: 50 CPU-time expirations, 200 or more real-time.
+    assert!(
+        first.len() > 10 && expirations(first.iter().copied()) > 35,
+        "{} CPU-time samples for {} expirations",
+        first.len(),
+        expirations(first.iter().copied())
+    );
     assert!(first.iter().all(|s| s.clock == TimerClock::ThreadCpu));
-    assert!(second.len() > 100, "{} real-time samples", second.len());
+    assert!(
+        second.len() > 50 && expirations(second.iter().copied()) > 150,
+        "{} real-time samples for {} expirations",
+        second.len(),
+        expirations(second.iter().copied())
+    );
     assert!(second.iter().all(|s| s.clock == TimerClock::Realtime));
 }
 

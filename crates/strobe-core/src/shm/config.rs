@@ -157,7 +157,10 @@ impl RuntimeConfig {
             }
         }
         if c.cputime_signal != 0 && c.cputime_signal == c.realtime_signal {
-            return Err(format!("{CONFIG_ENV}: both samplers use signal {}", c.cputime_signal));
+            return Err(format!(
+                "{CONFIG_ENV}: both samplers use signal {}",
+                c.cputime_signal
+            ));
         }
         Ok(c)
     }
@@ -184,6 +187,9 @@ mod tests {
         assert!(e.contains("cputime_hz") && e.contains("fast"), "{e}");
         assert!(RuntimeConfig::decode("lossless=2").is_err());
         assert!(RuntimeConfig::decode("cputime_signal=40;realtime_signal=40").is_err());
-        assert_eq!(RuntimeConfig::decode("future_field=1").unwrap(), RuntimeConfig::default());
+        assert_eq!(
+            RuntimeConfig::decode("future_field=1").unwrap(),
+            RuntimeConfig::default()
+        );
     }
 }

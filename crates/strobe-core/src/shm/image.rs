@@ -62,4 +62,3 @@ pub fn is_static_elf(path: &[u8]) -> bool {
     }
     !dynamic_loader
 }
-

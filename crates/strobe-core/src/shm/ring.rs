@@ -149,8 +149,10 @@ impl ShmRing {
         let pos = (reservation.head & (self.capacity as u64 - 1)) as usize;
         // SAFETY: the length word precedes the reserved payload.
         unsafe { (self.data.add(pos) as *mut u64).write_volatile(len as u64) };
-        self.head()
-            .store(reservation.head + align8(WORD + len) as u64, Ordering::Release);
+        self.head().store(
+            reservation.head + align8(WORD + len) as u64,
+            Ordering::Release,
+        );
     }
 
     /// Writes one record made of `parts` laid end to end; `false` when the
@@ -302,7 +304,11 @@ mod tests {
         let mut seen = 0;
         assert_eq!(ring.drain(|_| seen += 1), Err(Corrupt));
         assert_eq!(seen, 0);
-        assert_eq!(ring.used(), 0, "the consumer skipped what it could not read");
+        assert_eq!(
+            ring.used(),
+            0,
+            "the consumer skipped what it could not read"
+        );
         assert!(ring.push(&[&[2u8; 16]]), "the ring is usable again");
     }
 

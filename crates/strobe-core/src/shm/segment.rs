@@ -226,9 +226,17 @@ impl Segment {
     /// Creates a segment (an anonymous `memfd`, sized but untouched) and
     /// maps it. Returns the mapping and its descriptor (close-on-exec),
     /// which the caller hands to the collector and then closes.
-    pub fn create(layout: Layout, pid: i32, ppid: i32, start_ns: u64) -> io::Result<(Segment, OwnedFd)> {
+    pub fn create(
+        layout: Layout,
+        pid: i32,
+        ppid: i32,
+        start_ns: u64,
+    ) -> io::Result<(Segment, OwnedFd)> {
         if !layout.valid() {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "bad segment layout"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "bad segment layout",
+            ));
         }
         // SAFETY: a NUL-terminated name and valid flags.
         let fd = unsafe { libc::memfd_create(c"strobe".as_ptr(), libc::MFD_CLOEXEC) };
@@ -262,7 +270,12 @@ impl Segment {
 
     /// Maps a segment received from a runtime and checks its header.
     pub fn open(fd: &OwnedFd) -> io::Result<Segment> {
-        let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("not a strobe segment: {what}"));
+        let bad = |what: &str| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("not a strobe segment: {what}"),
+            )
+        };
         // SAFETY: stat is plain old data filled by fstat.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: a valid descriptor and out-pointer.
@@ -288,7 +301,9 @@ impl Segment {
             return Err(bad("wrong magic number"));
         }
         if version != VERSION {
-            return Err(bad(&format!("layout version {version}, this strobe reads {VERSION}")));
+            return Err(bad(&format!(
+                "layout version {version}, this strobe reads {VERSION}"
+            )));
         }
         if !layout.valid() || layout.total() != file_len {
             return Err(bad("sizes do not match"));
@@ -376,7 +391,9 @@ impl Segment {
         assert!(i < self.layout.slots);
         // SAFETY: the slot table lies after the header; `i` is in range.
         unsafe {
-            &*(self.base.add(self.layout.slot_table() + i as usize * std::mem::size_of::<Slot>())
+            &*(self
+                .base
+                .add(self.layout.slot_table() + i as usize * std::mem::size_of::<Slot>())
                 as *const Slot)
         }
     }
@@ -421,7 +438,8 @@ impl Segment {
             ShmRing::new(
                 &slot.event_head.0,
                 &slot.event_tail.0,
-                self.ring_data(i).add(self.layout.sample_ring_bytes as usize),
+                self.ring_data(i)
+                    .add(self.layout.sample_ring_bytes as usize),
                 self.layout.event_ring_bytes as usize,
             )
         }
@@ -442,7 +460,12 @@ impl Segment {
             (0..self.layout.slots).find(|&i| {
                 self.slot(i)
                     .state
-                    .compare_exchange(slot_state::FREE, slot_state::LIVE, Ordering::AcqRel, Ordering::Relaxed)
+                    .compare_exchange(
+                        slot_state::FREE,
+                        slot_state::LIVE,
+                        Ordering::AcqRel,
+                        Ordering::Relaxed,
+                    )
                     .is_ok()
             })
         };
@@ -453,7 +476,15 @@ impl Segment {
         let slot = self.slot(i);
         slot.tid.store(tid, Ordering::Release);
         slot.event_busy.store(0, Ordering::Relaxed);
-        for c in [&slot.blocked_since, &slot.blocked_ns, &slot.taken, &slot.lost_full, &slot.lost_reentrant, &slot.overruns, &slot.incomplete] {
+        for c in [
+            &slot.blocked_since,
+            &slot.blocked_ns,
+            &slot.taken,
+            &slot.lost_full,
+            &slot.lost_reentrant,
+            &slot.overruns,
+            &slot.incomplete,
+        ] {
             c.store(0, Ordering::Relaxed);
         }
         Some(i)
@@ -461,14 +492,21 @@ impl Segment {
 
     /// The thread of slot `i` ended: the collector drains and frees it.
     pub fn end_slot(&self, i: u32) {
-        self.slot(i).state.store(slot_state::ENDED, Ordering::Release);
+        self.slot(i)
+            .state
+            .store(slot_state::ENDED, Ordering::Release);
     }
 
     /// Collector: gives an ended, drained slot back.
     pub fn free_slot(&self, i: u32) -> bool {
         self.slot(i)
             .state
-            .compare_exchange(slot_state::ENDED, slot_state::FREE, Ordering::AcqRel, Ordering::Relaxed)
+            .compare_exchange(
+                slot_state::ENDED,
+                slot_state::FREE,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
             .is_ok()
     }
 
@@ -479,7 +517,15 @@ impl Segment {
         word.fetch_add(1, Ordering::Release);
         // SAFETY: FUTEX_WAKE on a 4-byte word of shared memory.
         unsafe {
-            libc::syscall(libc::SYS_futex, word as *const AtomicU32, libc::FUTEX_WAKE, 1, 0, 0, 0);
+            libc::syscall(
+                libc::SYS_futex,
+                word as *const AtomicU32,
+                libc::FUTEX_WAKE,
+                1,
+                0,
+                0,
+                0,
+            );
         }
     }
 }
@@ -514,10 +560,17 @@ mod tests {
         assert_eq!(other.slots_in_use(), 1);
         assert_eq!(other.slot(i).tid.load(Ordering::Relaxed), 1234);
         let mut got = Vec::new();
-        other.sample_ring(i).drain(|p| got.push(p.to_vec())).unwrap();
+        other
+            .sample_ring(i)
+            .drain(|p| got.push(p.to_vec()))
+            .unwrap();
         other.event_ring(i).drain(|p| got.push(p.to_vec())).unwrap();
         assert_eq!(got, vec![b"sample!!".to_vec(), b"event...".to_vec()]);
-        assert_eq!(seg.sample_ring(i).used(), 0, "the producer sees the consumer's progress");
+        assert_eq!(
+            seg.sample_ring(i).used(),
+            0,
+            "the producer sees the consumer's progress"
+        );
     }
 
     #[test]
@@ -550,7 +603,10 @@ mod tests {
         let (seg, _fd) = Segment::create(SMALL, 1, 1, 0).unwrap();
         seg.note_exec(b"/bin/static", exec_reason::STATIC);
         assert_eq!(seg.header().state.load(Ordering::Relaxed), state::EXEC);
-        assert_eq!(seg.exec_note(), (b"/bin/static".to_vec(), exec_reason::STATIC));
+        assert_eq!(
+            seg.exec_note(),
+            (b"/bin/static".to_vec(), exec_reason::STATIC)
+        );
         seg.exec_failed();
         assert_eq!(seg.header().state.load(Ordering::Relaxed), state::RUNNING);
     }

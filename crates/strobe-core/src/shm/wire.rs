@@ -48,7 +48,8 @@ pub fn decode_sample(payload: &[u8]) -> Option<SampleView<'_>> {
         return None;
     }
     // SAFETY: at least one head's bytes; read_unaligned copes with alignment.
-    let head: SampleHead = unsafe { std::ptr::read_unaligned(payload.as_ptr() as *const SampleHead) };
+    let head: SampleHead =
+        unsafe { std::ptr::read_unaligned(payload.as_ptr() as *const SampleHead) };
     let rest = &payload[SAMPLE_HEAD_BYTES..];
     let depth = head.depth as usize;
     if rest.len() < depth * 8 || !(rest.as_ptr() as usize).is_multiple_of(8) {
@@ -200,7 +201,8 @@ impl InfoWriter {
     /// Adds one entry.
     pub fn put(&mut self, key: u8, value: &[u8]) -> &mut Self {
         self.bytes.push(key);
-        self.bytes.extend_from_slice(&(value.len() as u32).to_le_bytes());
+        self.bytes
+            .extend_from_slice(&(value.len() as u32).to_le_bytes());
         self.bytes.extend_from_slice(value);
         self
     }
@@ -245,16 +247,28 @@ mod tests {
         let s = decode_sample(bytes).unwrap();
         assert_eq!(s.head, head);
         assert_eq!(s.frames, &[0x1000, 0x2000]);
-        assert!(decode_sample(&bytes[..48]).is_none(), "depth says 2 frames, 1 present");
+        assert!(
+            decode_sample(&bytes[..48]).is_none(),
+            "depth says 2 frames, 1 present"
+        );
     }
 
     #[test]
     fn info_round_trips_and_stops_at_a_cut() {
         let mut w = InfoWriter::default();
-        w.put(info::EXE, b"/bin/x").put(info::ARG, b"a").put(info::ARG, b"");
+        w.put(info::EXE, b"/bin/x")
+            .put(info::ARG, b"a")
+            .put(info::ARG, b"");
         let bytes = w.finish();
         let all: Vec<_> = info_entries(&bytes).collect();
-        assert_eq!(all, vec![(info::EXE, &b"/bin/x"[..]), (info::ARG, &b"a"[..]), (info::ARG, &b""[..])]);
+        assert_eq!(
+            all,
+            vec![
+                (info::EXE, &b"/bin/x"[..]),
+                (info::ARG, &b"a"[..]),
+                (info::ARG, &b""[..])
+            ]
+        );
         assert_eq!(info_entries(&bytes[..bytes.len() - 3]).count(), 2);
     }
 }
