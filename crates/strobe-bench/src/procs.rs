@@ -922,11 +922,15 @@ fn machine() -> String {
         })
         .unwrap_or_else(|| "unknown CPU".into());
     let date = stdout("date", &["+%Y-%m-%d %H:%M %Z"]).unwrap_or_else(|| "unknown date".into());
-    let load = std::fs::read_to_string("/proc/loadavg")
+    format!("{cores} cores (nproc), {model}; {date}")
+}
+
+/// The one-minute load average.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|s| s.split_whitespace().next().map(str::to_string))
-        .unwrap_or_else(|| "?".into());
-    format!("{cores} cores (nproc), {model}; {date}; load average {load}")
+        .unwrap_or_else(|| "?".into())
 }
 
 /// Runs the benchmark and prints the table.
@@ -946,6 +950,7 @@ pub fn run(args: &ProcsArgs) -> Result<()> {
     };
     let wanted = |p: Part| args.only.is_empty() || args.only.contains(&p);
     let started = Instant::now();
+    let load_before = load_average();
     let mut rows = Vec::new();
     if wanted(Part::True) {
         part_true(&mut b, args.runs, &mut rows)?;
@@ -963,7 +968,11 @@ pub fn run(args: &ProcsArgs) -> Result<()> {
         part_size(&mut b, &mut rows)?;
     }
 
-    println!("machine: {}", machine());
+    println!(
+        "machine: {}; load average {load_before} before, {} after",
+        machine(),
+        load_average()
+    );
     println!("strobe:  {}", b.strobe.display());
     println!("runtime: {}", b.runtime.display());
     println!(

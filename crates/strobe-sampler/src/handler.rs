@@ -270,7 +270,7 @@ pub(crate) fn install(signal: i32, block: &[i32]) -> io::Result<()> {
     // SAFETY: sigaction is plain old data.
     let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
     action.sa_sigaction = on_signal as *const () as usize;
-    action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
+    action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
     // SAFETY: valid pointer to the signal mask inside `action`.
     unsafe { libc::sigemptyset(&mut action.sa_mask) };
     for &other in block {

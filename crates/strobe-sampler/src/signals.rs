@@ -83,6 +83,13 @@ pub fn set_program_action(signal: i32, action: &libc::sigaction) {
     let Some(slot) = ACTIONS.get(signal as usize) else {
         return;
     };
+    // A handler on this thread reading the action (or resetting it) while
+    // this write is half done would spin forever: no signal may interrupt
+    // it here (glibc's internal signals 32 and 33 excepted).
+    let mut all = [0u64; 16];
+    all[0] = !(0b11u64 << 31);
+    let mut saved = [0u64; 16];
+    thread_mask(libc::SIG_BLOCK, &all, &mut saved);
     while WRITING
         .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
         .is_err()
@@ -97,6 +104,8 @@ pub fn set_program_action(signal: i32, action: &libc::sigaction) {
     }
     slot.seq.fetch_add(1, Ordering::AcqRel);
     WRITING.store(false, Ordering::Release);
+    let mut ignored = [0u64; 16];
+    thread_mask(libc::SIG_SETMASK, &saved, &mut ignored);
 }
 
 /// The program's disposition of `signal`. Async-signal-safe.

@@ -175,10 +175,8 @@ fn the_programs_own_timers_on_the_sampling_signals_reach_its_handler_and_strobes
     // constructor): strobe takes it over and records it as the program's.
     let before = action(handler, libc::SA_SIGINFO | libc::SA_RESTART, &[]);
     // SAFETY: installing a valid action; the old one is not wanted.
-    assert_eq!(
-        unsafe { libc::sigaction(cpu_signal, &before, std::ptr::null_mut()) },
-        0
-    );
+    let rc = unsafe { libc::sigaction(cpu_signal, &before, std::ptr::null_mut()) };
+    assert_eq!(rc, 0);
     let seg = segment(4, 1 << 20);
     let sampler = sampler_on(seg, cpu_signal, Some(real_signal));
     assert_eq!(program_action(cpu_signal).sa_sigaction, handler);
@@ -338,10 +336,8 @@ fn a_sampling_signal_from_elsewhere_meets_the_programs_disposition() {
         assert_eq!(unsafe { libc::raise(signal) }, 0);
     }
     // SAFETY: as above, through pthread_kill.
-    assert_eq!(
-        unsafe { libc::pthread_kill(libc::pthread_self(), signal) },
-        0
-    );
+    let rc = unsafe { libc::pthread_kill(libc::pthread_self(), signal) };
+    assert_eq!(rc, 0);
     queue_to_self(signal, 0x5354_0000_0000_0000);
     assert_eq!(program_action(signal).sa_sigaction, libc::SIG_IGN);
 
@@ -375,10 +371,8 @@ fn a_sampling_signal_from_elsewhere_meets_the_programs_disposition() {
     assert!(!blocked(signal));
 
     // SAFETY: as above, through pthread_kill.
-    assert_eq!(
-        unsafe { libc::pthread_kill(libc::pthread_self(), signal) },
-        0
-    );
+    let rc = unsafe { libc::pthread_kill(libc::pthread_self(), signal) };
+    assert_eq!(rc, 0);
     assert_eq!(RAISED_CALLS.load(Ordering::SeqCst), 2);
 
     // Not from a timer, though its value looks like one of strobe's

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use strobe_core::clock::now_ns;
-use strobe_core::shm::segment::slot_state;
+use strobe_core::shm::segment::{slot_state, Segment};
 use strobe_core::shm::wire::decode_sample;
 use strobe_core::thread::gettid;
 use strobe_sampler::{Sampler, TimerClock};
@@ -236,13 +236,14 @@ fn a_thread_older_than_the_sampler_is_registered_by_tid() {
     let _turn = one_at_a_time();
     let w = Arc::new(load_workload());
     let (tx, rx) = std::sync::mpsc::channel();
-    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<(&'static Segment, u32)>();
     let worker = {
         let w = w.clone();
         std::thread::spawn(move || {
             tx.send(gettid()).unwrap();
-            go_rx.recv().unwrap();
-            (w.spin_ms)(300.0);
+            let (seg, slot) = go_rx.recv().unwrap();
+            (w.spin_ms)(100.0);
+            w.spin_until(3000.0, || counters(seg, slot).taken >= 40)
         })
     };
     let tid = rx.recv().unwrap();
@@ -250,16 +251,15 @@ fn a_thread_older_than_the_sampler_is_registered_by_tid() {
     let sampler = Sampler::start(config(Some(250.0), None), seg).unwrap();
     let slot = seg.claim_slot(tid).unwrap();
     sampler.register_thread(tid, slot).unwrap();
-    go_tx.send(()).unwrap();
-    worker.join().unwrap();
+    go_tx.send((seg, slot)).unwrap();
+    let enough = worker.join().unwrap();
     sampler.unregister(tid);
     sampler.stop();
     let samples = drain(seg, slot);
     assert_eq!(counters(seg, slot).taken as usize, samples.len());
-    // 300 ms of CPU time at 250 Hz: 75 expirations.
     assert!(
-        samples.len() > 20 && expirations(&samples) > 60,
-        "{} samples for {} expirations",
+        enough,
+        "{} samples in 3 s of CPU time at 250 Hz ({} expirations)",
         samples.len(),
         expirations(&samples)
     );
@@ -301,10 +301,8 @@ fn a_thread_with_a_small_alternate_signal_stack_is_sampled() {
             sampler.unregister_current_thread();
             seg.end_slot(slot);
             // SAFETY: restoring the stack that was installed before.
-            assert_eq!(
-                unsafe { libc::sigaltstack(&previous, std::ptr::null_mut()) },
-                0
-            );
+            let rc = unsafe { libc::sigaltstack(&previous, std::ptr::null_mut()) };
+            assert_eq!(rc, 0);
             drop(alternate);
             slot
         })
@@ -366,56 +364,50 @@ fn stop_deletes_the_timers_and_restart_creates_them_again() {
     let sampler = Sampler::start(config(Some(250.0), Some(1000.0)), seg).unwrap();
     let slot = seg.claim_slot(gettid()).unwrap();
     sampler.register_current_thread(slot).unwrap();
-    (w.spin_ms)(100.0);
+    let mut samples = Vec::new();
+    let of = |samples: &[Kept], clock| samples.iter().filter(|s| s.clock == clock).count();
+    let both = |samples: &mut Vec<Kept>| {
+        samples.extend(drain(seg, slot));
+        of(samples, TimerClock::ThreadCpu) >= 3 && of(samples, TimerClock::Realtime) >= 10
+    };
+    assert!(
+        w.spin_until(3000.0, || both(&mut samples)),
+        "before stop: {samples:?}"
+    );
     sampler.stop();
     let stopped_at = now_ns();
-    let kept = drain(seg, slot);
-    assert!(kept.len() > 20, "{} samples before stop", kept.len());
+    samples.extend(drain(seg, slot));
     (w.spin_ms)(150.0);
     assert_eq!(
         sleeps_interrupted(Duration::from_millis(50)),
         0,
         "no timer fires while stopped"
     );
-    let restarted_at = now_ns();
+    let during = drain(seg, slot);
+    // A signal already queued when stopping may still land within a
+    // millisecond.
+    assert!(
+        during
+            .iter()
+            .all(|s| s.timestamp_ns <= stopped_at + 2_000_000),
+        "samples while stopped: {during:?}"
+    );
+    samples.extend(during);
+    let kept = samples.len();
+
     sampler.restart();
-    (w.spin_ms)(100.0);
+    let mut after = Vec::new();
+    let restarted = w.spin_until(3000.0, || both(&mut after));
     sampler.unregister_current_thread();
     sampler.stop();
-    let samples = drain(seg, slot);
-    assert_eq!(
-        counters(seg, slot).taken as usize,
-        kept.len() + samples.len()
-    );
-    let during = samples
-        .iter()
-        .filter(|s| s.timestamp_ns > stopped_at + 2_000_000 && s.timestamp_ns < restarted_at)
-        .count();
-    assert_eq!(during, 0, "samples while stopped");
-    // 100 ms of CPU time: 25 CPU-time expirations, 100 or more real-time.
-    let after = |clock| -> Vec<&Kept> {
-        samples
-            .iter()
-            .filter(|s| s.clock == clock && s.timestamp_ns >= restarted_at)
-            .collect()
-    };
-    let (cpu, real) = (after(TimerClock::ThreadCpu), after(TimerClock::Realtime));
-    let report = format!(
-        "after restart: {} CPU-time samples for {} expirations, {} real-time for {}; {:?}",
-        cpu.len(),
-        expirations(cpu.iter().copied()),
-        real.len(),
-        expirations(real.iter().copied()),
-        counters(seg, slot)
-    );
+    after.extend(drain(seg, slot));
     assert!(
-        cpu.len() >= 5 && expirations(cpu.iter().copied()) > 15,
-        "{report}"
+        restarted,
+        "after restart: {} CPU-time, {} real-time samples",
+        of(&after, TimerClock::ThreadCpu),
+        of(&after, TimerClock::Realtime)
     );
-    assert!(
-        real.len() > 10 && expirations(real.iter().copied()) > 80,
-        "{report}"
-    );
+    assert_eq!(counters(seg, slot).taken as usize, kept + after.len());
 }
 
 #[test]
@@ -442,11 +434,20 @@ fn nothing_is_written_while_the_collector_says_not_to_sample() {
     // Each flag governs its own sampler.
     set_sampling(seg, true, false);
     let cpu_on = now_ns();
-    (w.spin_ms)(200.0);
+    assert!(
+        w.spin_until(3000.0, || counters(seg, slot).taken >= 10),
+        "CPU-time samples: {:?}",
+        counters(seg, slot)
+    );
     let cpu_off = now_ns();
     set_sampling(seg, false, true);
     let real_on = now_ns();
-    (w.spin_ms)(200.0);
+    let taken = counters(seg, slot).taken;
+    assert!(
+        w.spin_until(3000.0, || counters(seg, slot).taken >= taken + 50),
+        "real-time samples: {:?}",
+        counters(seg, slot)
+    );
     sampler.unregister_current_thread();
     sampler.stop();
 
@@ -461,20 +462,9 @@ fn nothing_is_written_while_the_collector_says_not_to_sample() {
         .iter()
         .filter(|s| s.timestamp_ns > real_on)
         .collect();
-    // 200 ms of CPU time: 50 CPU-time expirations, 200 or more real-time.
-    assert!(
-        first.len() > 10 && expirations(first.iter().copied()) > 35,
-        "{} CPU-time samples for {} expirations",
-        first.len(),
-        expirations(first.iter().copied())
-    );
+    assert!(first.len() >= 10, "{} CPU-time samples", first.len());
     assert!(first.iter().all(|s| s.clock == TimerClock::ThreadCpu));
-    assert!(
-        second.len() > 50 && expirations(second.iter().copied()) > 150,
-        "{} real-time samples for {} expirations",
-        second.len(),
-        expirations(second.iter().copied())
-    );
+    assert!(second.len() >= 50, "{} real-time samples", second.len());
     assert!(second.iter().all(|s| s.clock == TimerClock::Realtime));
 }
 

@@ -253,6 +253,25 @@ pub fn load_workload() -> Workload {
     }
 }
 
+impl Workload {
+    /// Spins in the workload, 20 ms of CPU time at a time, until `done`
+    /// says so or `limit_ms` of CPU time were spent. Returns whether `done`
+    /// said so. (The CPU-time timer is checked at scheduler ticks while
+    /// its thread runs: on a busy machine its signals can lag by many
+    /// periods, so tests wait for what they need rather than a fixed time.)
+    pub fn spin_until(&self, limit_ms: f64, mut done: impl FnMut() -> bool) -> bool {
+        let mut spent = 0.0;
+        while !done() {
+            if spent >= limit_ms {
+                return false;
+            }
+            (self.spin_ms)(20.0);
+            spent += 20.0;
+        }
+        true
+    }
+}
+
 /// The exported symbol containing `addr`, if any.
 pub fn symbol(addr: u64) -> Option<String> {
     // SAFETY: Dl_info is plain old data filled by dladdr.
