@@ -303,17 +303,8 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
 /// runs (a static or setuid binary).
 fn unprofilable(command: &OsString) -> Option<u32> {
     use std::os::unix::ffi::OsStrExt;
-    let path = Path::new(command);
-    let resolved = if command.as_bytes().contains(&b'/') {
-        Some(path.to_path_buf())
-    } else {
-        std::env::var_os("PATH").and_then(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join(path))
-                .find(|c| c.is_file())
-        })
-    }?;
-    let reason = strobe_core::shm::image::exec_reason_for(resolved.as_os_str().as_bytes());
+    let resolved = strobe_core::shm::image::resolve_command(command.as_bytes());
+    let reason = strobe_core::shm::image::exec_reason_for(&resolved);
     (reason != exec_reason::NONE).then_some(reason)
 }
 

@@ -24,24 +24,6 @@ pub struct Handover {
     pub pidfd: OwnedFd,
 }
 
-fn sockaddr(name: &str) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
-    // SAFETY: sockaddr_un is plain old data.
-    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    let bytes = name.as_bytes();
-    if bytes.len() + 1 > addr.sun_path.len() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "socket name too long",
-        ));
-    }
-    for (dst, &src) in addr.sun_path[1..].iter_mut().zip(bytes) {
-        *dst = src as libc::c_char;
-    }
-    let len = (std::mem::size_of::<libc::sa_family_t>() + 1 + bytes.len()) as libc::socklen_t;
-    Ok((addr, len))
-}
-
 impl Listener {
     /// Listens on a fresh abstract name unique to this process.
     pub fn bind() -> io::Result<Listener> {
@@ -66,7 +48,7 @@ impl Listener {
             std::process::id(),
             u64::from_le_bytes(random)
         );
-        let (addr, len) = sockaddr(&name)?;
+        let (addr, len) = strobe_core::shm::socket::abstract_address(&name)?;
         // SAFETY: a valid address of `len` bytes.
         if unsafe {
             libc::bind(

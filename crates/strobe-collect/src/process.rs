@@ -291,23 +291,23 @@ impl Process {
         if ring.used() == 0 {
             return;
         }
-        let mut records: Vec<(u16, u32, u64, Vec<u8>)> = Vec::new();
+        // The ring is a copy of raw pointers into the segment, not a borrow
+        // of `self`: records go straight to `event`, without copying.
         let drained = ring.drain(|payload| {
             if let Some(e) = decode_event(payload) {
-                records.push((
+                self.event(
+                    tid,
                     e.head.kind,
                     e.head.arg,
                     e.head.timestamp_ns,
-                    e.bytes.to_vec(),
-                ));
+                    e.bytes,
+                    options,
+                );
             }
         });
         if drained.is_err() {
             self.notes
                 .push(format!("thread {tid}: a corrupt event record was skipped"));
-        }
-        for (kind, arg, at, bytes) in records {
-            self.event(tid, kind, arg, at, &bytes, options);
         }
     }
 

@@ -20,21 +20,7 @@ pub fn hand_over(name: &str, segment_fd: &OwnedFd) -> io::Result<()> {
     }
     // SAFETY: a descriptor we just created and own.
     let sock = unsafe { OwnedFd::from_raw_fd(sock) };
-    // SAFETY: sockaddr_un is plain old data.
-    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    let bytes = name.as_bytes();
-    if bytes.len() + 1 > addr.sun_path.len() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "collector name too long",
-        ));
-    }
-    // Abstract namespace: a leading NUL, no file.
-    for (dst, &src) in addr.sun_path[1..].iter_mut().zip(bytes) {
-        *dst = src as libc::c_char;
-    }
-    let len = (std::mem::size_of::<libc::sa_family_t>() + 1 + bytes.len()) as libc::socklen_t;
+    let (addr, len) = strobe_core::shm::socket::abstract_address(name)?;
     // SAFETY: a valid address of `len` bytes.
     if unsafe {
         libc::connect(

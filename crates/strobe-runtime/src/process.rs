@@ -11,7 +11,6 @@
 
 use crate::interpose::{real, RealFn};
 use std::ffi::CStr;
-use std::os::unix::ffi::OsStrExt;
 use strobe_core::shm::config::{COLLECTOR_ENV, CONFIG_ENV};
 use strobe_core::shm::segment::exec_reason;
 
@@ -97,28 +96,6 @@ fn environment_carries_strobe(envp: Argv) -> bool {
     found.iter().all(|&f| f)
 }
 
-/// Finds `file` the way `execvp` does (a name without `/` is looked up in
-/// `PATH`).
-fn resolve(file: &[u8]) -> Vec<u8> {
-    if file.contains(&b'/') {
-        return file.to_vec();
-    }
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    for dir in path.as_encoded_bytes().split(|&c| c == b':') {
-        let mut candidate = if dir.is_empty() {
-            b".".to_vec()
-        } else {
-            dir.to_vec()
-        };
-        candidate.push(b'/');
-        candidate.extend_from_slice(file);
-        if std::path::Path::new(std::ffi::OsStr::from_bytes(&candidate)).is_file() {
-            return candidate;
-        }
-    }
-    file.to_vec()
-}
-
 /// Prepares for the image to be replaced, runs `exec`, and undoes the
 /// preparation if it failed.
 fn around_exec(
@@ -131,7 +108,7 @@ fn around_exec(
             Vec::new()
         } else {
             // SAFETY: exec's file argument is NUL-terminated.
-            resolve(unsafe { CStr::from_ptr(file) }.to_bytes())
+            strobe_core::shm::image::resolve_command(unsafe { CStr::from_ptr(file) }.to_bytes())
         };
         let reason = if environment_carries_strobe(envp) {
             strobe_core::shm::image::exec_reason_for(&target)

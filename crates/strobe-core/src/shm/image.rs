@@ -3,7 +3,7 @@
 //!
 //! Owns the checks for static binaries (no program interpreter) and
 //! set-user-ID/set-group-ID images (the loader ignores `LD_PRELOAD` for
-//! them). Reads at most one page of the file; never runs in a signal
+//! them), and finding a command in `PATH` as `execvp` does. Reads at most one page of the file; never runs in a signal
 //! handler.
 
 use super::segment::exec_reason;
@@ -61,4 +61,26 @@ pub fn is_static_elf(path: &[u8]) -> bool {
         }
     }
     !dynamic_loader
+}
+
+/// Finds `file` the way `execvp` does: a name without `/` is looked up in
+/// `PATH` (or the default search path); anything else is taken as given.
+pub fn resolve_command(file: &[u8]) -> Vec<u8> {
+    if file.contains(&b'/') {
+        return file.to_vec();
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    for dir in path.as_encoded_bytes().split(|&c| c == b':') {
+        let mut candidate = if dir.is_empty() {
+            b".".to_vec()
+        } else {
+            dir.to_vec()
+        };
+        candidate.push(b'/');
+        candidate.extend_from_slice(file);
+        if std::path::Path::new(os_str(&candidate)).is_file() {
+            return candidate;
+        }
+    }
+    file.to_vec()
 }

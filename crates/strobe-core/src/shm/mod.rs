@@ -9,4 +9,5 @@ pub mod config;
 pub mod image;
 pub mod ring;
 pub mod segment;
+pub mod socket;
 pub mod wire;
