@@ -313,7 +313,7 @@ fn unprofilable(command: &OsString) -> Option<u32> {
 fn wait_for_collector(collector: strobe_collect::Collector) -> strobe_collect::Report {
     let mut told = false;
     let started = std::time::Instant::now();
-    while !collector.finished() {
+    while !collector.wait_finished(Duration::from_millis(20)) {
         if crate::launch::interrupted() {
             collector.interrupt();
             break;
@@ -331,7 +331,6 @@ fn wait_for_collector(collector: strobe_collect::Collector) -> strobe_collect::R
                 );
             }
         }
-        std::thread::sleep(Duration::from_millis(5));
     }
     collector.wait()
 }

@@ -40,8 +40,11 @@ fn built() -> PathBuf {
     let flags = ["-O2", "-g", "-fomit-frame-pointer"].map(String::from);
     let mut lib = flags.to_vec();
     lib.extend(["-shared", "-fPIC", "-o"].map(String::from));
+    let mut slow = lib.clone();
     lib.extend([o("libhotlib.so"), s("libhotlib.c")]);
     cc(lib);
+    slow.extend([o("libslowstart.so"), s("libslowstart.c")]);
+    cc(slow);
     for name in [
         "hotspots",
         "early_thread",
@@ -53,6 +56,7 @@ fn built() -> PathBuf {
         "spin",
         "stress",
         "regions",
+        "leave_child",
     ] {
         let mut args = flags.to_vec();
         args.extend([
@@ -62,12 +66,23 @@ fn built() -> PathBuf {
             format!("-I{}", include.display()),
             format!("-L{}", out.display()),
             "-lhotlib".into(),
+            "-Wl,--no-as-needed".into(),
+            "-lslowstart".into(),
+            "-Wl,--as-needed".into(),
             format!("-Wl,-rpath,{}", out.display()),
             "-lpthread".into(),
             "-ldl".into(),
         ]);
         cc(args);
     }
+    cc(vec![
+        "-O2".into(),
+        "-static".into(),
+        "-o".into(),
+        o("leave_child_static"),
+        s("leave_child.c"),
+        s("libslowstart.c"),
+    ]);
     *dir = Some(out.clone());
     out
 }
@@ -672,4 +687,75 @@ fn a_vfork_child_leaves_the_parents_profile_alone() {
         )
         .expect("finished at the parent's own exit");
     assert!(taken.parse::<u64>().unwrap() as usize >= n);
+}
+
+/// The pid a `leave_child` child wrote into `file` ("child PID done").
+fn child_pid(file: &Path) -> i32 {
+    let text = std::fs::read_to_string(file).unwrap_or_else(|e| {
+        panic!(
+            "{} is missing after strobe returned ({e}): strobe did not wait for the child",
+            file.display()
+        )
+    });
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected content {text:?}"))
+}
+
+#[test]
+fn a_child_that_outlives_its_parent_is_waited_for_and_profiled() {
+    let _turn = one_at_a_time();
+    let bin = built();
+    for how in ["fork", "spawn"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let done = tmp.path().join("done.txt");
+        let out = sample_in(
+            tmp.path(),
+            &[
+                bin.join("leave_child").to_str().unwrap(),
+                how,
+                done.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{how}: {}", stderr(&out));
+        let pid = child_pid(&done);
+        let db = databases(tmp.path())
+            .into_iter()
+            .find(|d| d.file_name().unwrap().to_string_lossy() == format!("{pid}.db"))
+            .unwrap_or_else(|| panic!("{how}: no database of child {pid}: {}", stderr(&out)));
+        let n = samples(&db).len();
+        assert!(
+            n >= 10,
+            "{how}: {n} samples of the child's 0.2 s of CPU; strobe's stderr:\n{}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn a_static_image_started_by_posix_spawn_is_reported_not_profiled() {
+    let _turn = one_at_a_time();
+    let bin = built();
+    let tmp = tempfile::tempdir().unwrap();
+    let done = tmp.path().join("done.txt");
+    let out = sample_in(
+        tmp.path(),
+        &[
+            bin.join("leave_child").to_str().unwrap(),
+            "spawn_wait",
+            bin.join("leave_child_static").to_str().unwrap(),
+            done.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let pid = child_pid(&done);
+    let err = stderr(&out);
+    assert!(
+        err.lines()
+            .any(|l| l.contains(&format!("child {pid} was not profiled"))
+                && l.contains("leave_child_static")
+                && l.contains("static")),
+        "no line naming child {pid} as not profiled (static) in strobe's stderr:\n{err}"
+    );
 }

@@ -85,6 +85,9 @@ pub struct Process {
     xpti_names: HashMap<u64, String>,
     thread_starts: HashMap<i32, u64>,
     notes: Vec<String>,
+    /// Children the process started whose runtime will connect (from
+    /// `CHILD` events), not yet taken by the collector loop.
+    children: Vec<i32>,
     blocked_reported: HashSet<i32>,
     windows: WindowEvaluator,
     pub exited: bool,
@@ -140,6 +143,7 @@ impl Process {
             xpti_names: HashMap::new(),
             thread_starts: HashMap::new(),
             notes: Vec::new(),
+            children: Vec::new(),
             blocked_reported: HashSet::new(),
             exited: false,
             last_commit: now_ns(),
@@ -154,6 +158,11 @@ impl Process {
         } else {
             self.described.args.join(" ")
         }
+    }
+
+    /// Children started since the last call whose runtime will connect.
+    pub fn take_children(&mut self) -> Vec<i32> {
+        std::mem::take(&mut self.children)
     }
 
     /// The pidfd to poll for the process's end.
@@ -357,8 +366,12 @@ impl Process {
                     p.note(r);
                 }
             }
-            event::CHILD_EXEC if bytes.len() >= 4 => {
+            event::CHILD if bytes.len() >= 4 => {
                 let child = i32::from_le_bytes(bytes[..4].try_into().unwrap_or_default());
+                if arg == exec_reason::NONE {
+                    self.children.push(child);
+                    return;
+                }
                 let target = String::from_utf8_lossy(&bytes[4..]);
                 self.notes.push(format!(
                     "its child {child} was not profiled: it ran {target}: {}",

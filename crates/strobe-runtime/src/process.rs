@@ -1,7 +1,11 @@
-//! Process life-cycle wrappers: `fork` and the `exec` family.
+//! Process life-cycle wrappers: `fork`, `posix_spawn` and the `exec`
+//! family.
 //!
 //! Owns what happens to the profile when the process forks (the child gets
-//! a segment of its own, or stops profiling, per `fork_mode`) and when it
+//! a segment of its own, or stops profiling, per `fork_mode`), telling the
+//! collector about every child it starts (so a child whose parent ends at
+//! once is still waited for, and a spawned image that will not be profiled
+//! is named), and when it
 //! replaces its image (the segment is marked, timers deleted and any of
 //! strobe's signals still pending on this thread consumed, so the new
 //! image never meets one; the note says why the new image will not be
@@ -19,6 +23,8 @@ static REAL_EXECVE: RealFn = RealFn::new(c"execve");
 static REAL_EXECV: RealFn = RealFn::new(c"execv");
 static REAL_EXECVP: RealFn = RealFn::new(c"execvp");
 static REAL_EXECVPE: RealFn = RealFn::new(c"execvpe");
+static REAL_POSIX_SPAWN: RealFn = RealFn::new(c"posix_spawn");
+static REAL_POSIX_SPAWNP: RealFn = RealFn::new(c"posix_spawnp");
 
 type Argv = *const *const libc::c_char;
 
@@ -36,34 +42,72 @@ pub unsafe extern "C" fn fork() -> libc::pid_t {
     let parent = crate::state::owned();
     // SAFETY: plain fork.
     let pid = unsafe { real_fork() };
-    if pid == 0 {
-        if let Some(parent) = parent {
+    match parent {
+        Some(parent) if pid == 0 => {
             let _ = std::panic::catch_unwind(|| after_fork_in_child(parent));
         }
+        Some(parent) if pid > 0 && parent.config.fork_follow => {
+            let errno = Errno::save();
+            let _ = std::panic::catch_unwind(|| note_child(parent, pid, exec_reason::NONE, &[]));
+            errno.restore();
+        }
+        _ => {}
     }
     pid
+}
+
+/// `errno` kept across strobe's own calls in a wrapper.
+struct Errno(libc::c_int);
+
+impl Errno {
+    fn save() -> Errno {
+        // SAFETY: reading this thread's errno.
+        Errno(unsafe { *libc::__errno_location() })
+    }
+
+    fn restore(self) {
+        // SAFETY: writing this thread's errno.
+        unsafe { *libc::__errno_location() = self.0 };
+    }
+}
+
+/// Records in this thread's ring that it started child `pid`, which runs
+/// `target` (empty when unchanged) and will be profiled unless `reason`
+/// says otherwise.
+fn note_child(rt: &crate::state::Runtime, pid: libc::pid_t, reason: u32, target: &[u8]) {
+    let Some(slot) = crate::events::my_slot(rt) else {
+        return;
+    };
+    let mut bytes = pid.to_le_bytes().to_vec();
+    bytes.extend_from_slice(target);
+    crate::events::emit(
+        rt,
+        slot,
+        strobe_core::shm::wire::event::CHILD,
+        reason,
+        0,
+        &bytes,
+    );
+}
+
+/// Why the image `target` run with environment `envp` will not be
+/// profiled (`exec_reason::NONE` when it will).
+fn reason_for(target: &[u8], envp: Argv) -> u32 {
+    if environment_carries_strobe(envp) {
+        strobe_core::shm::image::exec_reason_for(target)
+    } else {
+        exec_reason::ENVIRONMENT
+    }
 }
 
 fn after_fork_in_child(parent: &'static crate::state::Runtime) {
     strobe_core::thread::refresh_after_fork();
     strobe_sampler::snapshot::reset_after_fork();
-    crate::state::abandon_after_fork(parent);
+    let spare = crate::state::abandon_after_fork(parent);
     crate::events::clear_my_slot();
     if parent.config.fork_follow {
-        crate::start::start_child(parent.config.clone());
+        crate::start::start_child(parent.config.clone(), spare);
     }
-}
-
-/// The arguments of this process, from `/proc/self/cmdline`.
-pub fn own_arguments() -> Vec<Vec<u8>> {
-    std::fs::read("/proc/self/cmdline")
-        .map(|b| {
-            b.split(|&c| c == 0)
-                .filter(|a| !a.is_empty())
-                .map(<[u8]>::to_vec)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Whether `envp` still carries strobe: the collector's address, the
@@ -110,16 +154,12 @@ fn around_exec(
             // SAFETY: exec's file argument is NUL-terminated.
             strobe_core::shm::image::resolve_command(unsafe { CStr::from_ptr(file) }.to_bytes())
         };
-        let reason = if environment_carries_strobe(envp) {
-            strobe_core::shm::image::exec_reason_for(&target)
-        } else {
-            exec_reason::ENVIRONMENT
-        };
+        let reason = reason_for(&target, envp);
         (target, reason)
     };
     // In a vfork child (subprocess launchers use it) the runtime is the
-    // parent's: its state is left alone; only when the new image will not
-    // be profiled, the parent's suspended thread's ring says so.
+    // parent's: its state is left alone; the parent's suspended thread's
+    // ring names the child and whether its new image will be profiled.
     let Some(rt) = crate::state::owned() else {
         let _ = std::panic::catch_unwind(|| note_vfork_child_exec(target_and_reason));
         return exec();
@@ -142,36 +182,117 @@ fn around_exec(
         }
     });
     if let Some(code) = errno.raw_os_error() {
-        // SAFETY: restoring errno for the caller.
-        unsafe { *libc::__errno_location() = code };
+        Errno(code).restore();
     }
     rc
 }
 
 /// In a `vfork` child: records in the (suspended) parent thread's ring
-/// that this child runs an image that will not be profiled.
+/// that this child runs a new image, and whether it will be profiled.
 fn note_vfork_child_exec(target_and_reason: impl FnOnce() -> (Vec<u8>, u32)) {
     let Some(rt) = crate::state::current() else {
         return;
     };
-    let Some(slot) = crate::events::my_slot(rt) else {
-        return;
-    };
     let (target, reason) = target_and_reason();
-    if reason == exec_reason::NONE {
-        return;
-    }
     // SAFETY: getpid has no preconditions (the child's own pid).
-    let mut bytes = unsafe { libc::getpid() }.to_le_bytes().to_vec();
-    bytes.extend_from_slice(&target);
-    crate::events::emit(
-        rt,
-        slot,
-        strobe_core::shm::wire::event::CHILD_EXEC,
-        reason,
-        0,
-        &bytes,
+    note_child(rt, unsafe { libc::getpid() }, reason, &target);
+}
+
+/// Runs a `posix_spawn` variant (`spawn`, given where to put the child's
+/// pid) and names the child it started. glibc's spawn runs `exec` inside
+/// without the `exec` wrappers, so this is where an image that will not
+/// be profiled shows. `search_path`: `file` is looked up in `PATH`.
+fn around_spawn(
+    pid: *mut libc::pid_t,
+    file: *const libc::c_char,
+    search_path: bool,
+    envp: Argv,
+    spawn: impl FnOnce(*mut libc::pid_t) -> libc::c_int,
+) -> libc::c_int {
+    let mut child: libc::pid_t = 0;
+    let rc = spawn(&mut child);
+    if rc != 0 {
+        return rc;
+    }
+    if !pid.is_null() {
+        // SAFETY: the caller's pid pointer, non-null.
+        unsafe { *pid = child };
+    }
+    if let Some(rt) = crate::state::owned() {
+        let errno = Errno::save();
+        let _ = std::panic::catch_unwind(|| {
+            // SAFETY: spawn's file argument is NUL-terminated.
+            let file = unsafe { CStr::from_ptr(file) }.to_bytes();
+            let target = if search_path {
+                strobe_core::shm::image::resolve_command(file)
+            } else {
+                file.to_vec()
+            };
+            note_child(rt, child, reason_for(&target, envp), &target);
+        });
+        errno.restore();
+    }
+    rc
+}
+
+/// Interposes `posix_spawn`.
+///
+/// # Safety
+/// Same contract as `posix_spawn`.
+#[no_mangle]
+pub unsafe extern "C" fn posix_spawn(
+    pid: *mut libc::pid_t,
+    path: *const libc::c_char,
+    actions: *const libc::posix_spawn_file_actions_t,
+    attr: *const libc::posix_spawnattr_t,
+    argv: Argv,
+    envp: Argv,
+) -> libc::c_int {
+    let real_spawn = real!(
+        REAL_POSIX_SPAWN
+            as fn(
+                *mut libc::pid_t,
+                *const libc::c_char,
+                *const libc::posix_spawn_file_actions_t,
+                *const libc::posix_spawnattr_t,
+                Argv,
+                Argv,
+            ) -> libc::c_int
     );
+    around_spawn(pid, path, false, envp, |child| {
+        // SAFETY: forwarding the caller's arguments, with our own pid out.
+        unsafe { real_spawn(child, path, actions, attr, argv, envp) }
+    })
+}
+
+/// Interposes `posix_spawnp`.
+///
+/// # Safety
+/// Same contract as `posix_spawnp`.
+#[no_mangle]
+pub unsafe extern "C" fn posix_spawnp(
+    pid: *mut libc::pid_t,
+    file: *const libc::c_char,
+    actions: *const libc::posix_spawn_file_actions_t,
+    attr: *const libc::posix_spawnattr_t,
+    argv: Argv,
+    envp: Argv,
+) -> libc::c_int {
+    let real_spawn = real!(
+        REAL_POSIX_SPAWNP
+            as fn(
+                *mut libc::pid_t,
+                *const libc::c_char,
+                *const libc::posix_spawn_file_actions_t,
+                *const libc::posix_spawnattr_t,
+                Argv,
+                Argv,
+            ) -> libc::c_int
+    );
+    around_spawn(pid, file, true, envp, |child| {
+        // SAFETY: forwarding the caller's arguments, with our own pid out.
+        unsafe { real_spawn(child, file, actions, attr, argv, envp) }
+    })
 }
 
 /// The process's environment (for the exec variants without `envp`).

@@ -26,6 +26,9 @@ struct Prepared {
 }
 
 static PREPARED: OnceLock<Option<Prepared>> = OnceLock::new();
+/// The arguments the image started with (a forked child reports them
+/// too).
+static ARGUMENTS: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
 
 /// Stage 1: this library's constructor. **Runs before `main`**: no thread is
 /// started here.
@@ -79,7 +82,7 @@ fn prepare(argc: libc::c_int, argv: *const *const libc::c_char) -> Option<Prepar
         }
     };
     crate::log::set_verbosity(config.verbose as i64);
-    let segment = create_segment(&config, &arguments(argc, argv))?;
+    let segment = create_segment(&config, ARGUMENTS.get_or_init(|| arguments(argc, argv)))?;
     Some(Prepared { config, segment })
 }
 
@@ -115,8 +118,9 @@ pub fn create_segment(config: &RuntimeConfig, args: &[Vec<u8>]) -> Option<&'stat
 /// The process information the collector records.
 fn describe_process(config: &RuntimeConfig, args: &[Vec<u8>]) -> Vec<u8> {
     let mut w = InfoWriter::default();
-    if let Ok(exe) = std::fs::read_link("/proc/self/exe") {
-        w.put(info::EXE, exe.as_os_str().as_encoded_bytes());
+    let exe = strobe_sampler::modules::own_executable();
+    if !exe.is_empty() {
+        w.put(info::EXE, exe.as_bytes());
     }
     for a in args {
         w.put(info::ARG, a);
@@ -214,12 +218,15 @@ pub fn begin(rt: &'static Runtime, older_threads: &[i32]) {
     }
 }
 
-/// In a forked child that follows: a new segment, a new runtime, this
-/// thread registered.
-pub fn start_child(config: RuntimeConfig) {
-    let Some(segment) = create_segment(&config, &crate::process::own_arguments()) else {
+/// In a forked child that follows: a new segment, a new runtime (reusing
+/// the parent's samplers), this thread registered.
+pub fn start_child(config: RuntimeConfig, spare: Option<strobe_sampler::Spare>) {
+    let Some(segment) = create_segment(&config, ARGUMENTS.get().map_or(&[], Vec::as_slice)) else {
         return;
     };
     let rt = crate::state::publish(config, segment);
+    if let (Some(sampler), Some(spare)) = (&rt.sampler, spare) {
+        sampler.adopt(spare);
+    }
     begin(rt, &[]);
 }

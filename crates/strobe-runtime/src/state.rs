@@ -135,10 +135,9 @@ pub fn publish(config: RuntimeConfig, segment: &'static Segment) -> &'static Run
 }
 
 /// In a forked child: forget the parent's runtime without touching its
-/// locks, and stop its samplers.
-pub fn abandon_after_fork(parent: &Runtime) {
+/// locks, and stop its samplers (returned for the child's runtime to
+/// reuse).
+pub fn abandon_after_fork(parent: &Runtime) -> Option<strobe_sampler::Spare> {
     CURRENT.store(ptr::null_mut(), Ordering::Release);
-    if let Some(s) = &parent.sampler {
-        s.abandon_after_fork();
-    }
+    parent.sampler.as_ref().map(Sampler::abandon_after_fork)
 }

@@ -39,7 +39,7 @@ pub(crate) struct ThreadSampler {
     cache: UnsafeCell<NativeCache>,
     /// The thread's slot and sample ring in the process's segment.
     target: UnsafeCell<Option<(&'static Slot, ShmRing)>>,
-    max_depth: usize,
+    pub max_depth: usize,
     pub timers: Mutex<Vec<ThreadTimer>>,
 }
 
@@ -108,6 +108,8 @@ impl ThreadSampler {
         let stack = stack.unwrap_or_default();
         self.stack_lo.store(stack.lo, Ordering::SeqCst);
         self.stack_hi.store(stack.hi, Ordering::SeqCst);
+        // A handler interrupted by fork (in the parent) left it set.
+        self.busy.store(false, Ordering::SeqCst);
         // SAFETY: no handler runs for this sampler (contract).
         unsafe {
             *self.stack_maps.get() = maps;

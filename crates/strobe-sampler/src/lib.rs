@@ -31,7 +31,7 @@ pub mod unwind;
 
 pub use drain::{drain_samples, Sample, SampleSink};
 pub use modules::ModuleInfo;
-pub use sampler::{Sampler, SamplerConfig, SamplerError, TimerConfig};
+pub use sampler::{Sampler, SamplerConfig, SamplerError, Spare, TimerConfig};
 pub use timer::TimerClock;
 
 /// The modules of the current unwinder snapshot (path, load bias, address

@@ -43,15 +43,23 @@ struct Collector {
     exe: String,
 }
 
+/// This process's executable (`/proc/self/exe`), read once per image (a
+/// forked child shares it; `exec` starts a new image).
+pub fn own_executable() -> &'static str {
+    static EXE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    EXE.get_or_init(|| {
+        std::fs::read_link("/proc/self/exe")
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    })
+}
+
 /// Every module currently loaded, in the loader's order (main executable
 /// first). Modules without executable segments are skipped.
 pub fn loaded_modules() -> Vec<ModuleInfo> {
-    let exe = std::fs::read_link("/proc/self/exe")
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
     let mut collector = Collector {
         modules: Vec::new(),
-        exe,
+        exe: own_executable().to_string(),
     };
     // SAFETY: the callback only reads the loader's structures during the
     // call and writes to the collector we pass by pointer.

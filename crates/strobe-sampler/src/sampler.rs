@@ -115,7 +115,7 @@ impl Sampler {
                 return Err(SamplerError::SameSignal(a.signal));
             }
         }
-        crate::snapshot::rebuild(None);
+        crate::snapshot::refresh_if_changed();
         set_segment(segment);
         let signals: Vec<i32> = [config.cputime, config.realtime]
             .iter()
@@ -313,28 +313,90 @@ impl Sampler {
 
     /// In a forked child: the parent's samplers describe threads that do
     /// not exist here and their timers were not inherited. They are
-    /// deactivated and forgotten (never freed: they are leaked by design).
-    pub fn abandon_after_fork(&self) {
+    /// deactivated, their timers forgotten (not deleted: the ids mean
+    /// nothing here) and returned for the child's sampler to reuse
+    /// ([`adopt`](Self::adopt)): a sampler is never freed.
+    pub fn abandon_after_fork(&self) -> Spare {
         self.shared.stopped.store(true, Ordering::SeqCst);
-        let live = self
+        let mut spare: Vec<&'static ThreadSampler> = self
             .shared
             .live
             .try_lock()
             .map_or_else(|_| Vec::new(), |mut g| std::mem::take(&mut *g));
-        for s in live {
-            s.active.store(false, Ordering::SeqCst);
-            // The timer ids are not valid in the child: forget, don't delete.
-            if let Ok(mut timers) = s.timers.try_lock() {
-                for t in timers.drain(..) {
-                    std::mem::forget(t);
-                }
-            }
+        if let Ok(mut pool) = self.shared.pool.try_lock() {
+            spare.append(&mut pool);
         }
+        spare.retain(|s| {
+            s.active.store(false, Ordering::SeqCst);
+            match s.timers.try_lock() {
+                Ok(mut timers) => {
+                    for t in timers.drain(..) {
+                        std::mem::forget(t);
+                    }
+                    true
+                }
+                // Locked by a thread that does not exist here: never reused.
+                Err(_) => false,
+            }
+        });
+        Spare(spare)
+    }
+
+    /// Takes a forked parent's samplers into this sampler's pool.
+    pub fn adopt(&self, spare: Spare) {
+        let max_depth = self.shared.config.max_depth;
+        lock(&self.shared.pool).extend(spare.0.into_iter().filter(|s| s.max_depth == max_depth));
     }
 }
 
-/// The calling thread's stack from `pthread_getattr_np`.
+/// Samplers a forked child inherited from its parent (see
+/// [`Sampler::abandon_after_fork`]).
+pub struct Spare(Vec<&'static ThreadSampler>);
+
+thread_local! {
+    /// The calling thread's stack, once known. A forked child inherits it
+    /// with the thread's memory, and the stack is the same there.
+    static STACK: std::cell::Cell<Option<StackBounds>> = const { std::cell::Cell::new(None) };
+}
+
+/// The calling thread's stack.
 fn current_stack_bounds() -> Option<StackBounds> {
+    if let Some(known) = STACK.get() {
+        return Some(known);
+    }
+    let found = initial_stack_bounds().or_else(pthread_stack_bounds);
+    STACK.set(found);
+    found
+}
+
+/// The process's initial stack, when the calling thread runs on it. Found
+/// from the kernel's layout, without `/proc/self/maps` (which glibc's
+/// `pthread_getattr_np` parses for this thread): the executable's name
+/// (`AT_EXECFN`) sits just below the stack's end, followed by an 8-byte end
+/// marker; the stack may grow down to its resource limit.
+fn initial_stack_bounds() -> Option<StackBounds> {
+    // SAFETY: getauxval has no preconditions.
+    let name = unsafe { libc::getauxval(libc::AT_EXECFN) } as *const libc::c_char;
+    if name.is_null() {
+        return None;
+    }
+    // SAFETY: AT_EXECFN points at a NUL-terminated string on the stack.
+    let len = unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes().len() as u64;
+    let hi = (name as u64 + len + 1 + 8).next_multiple_of(4096);
+    // SAFETY: rlimit is plain old data filled by getrlimit.
+    let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid out-pointer.
+    if unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut limit) } != 0 {
+        return None;
+    }
+    let size = limit.rlim_cur.min(1 << 30);
+    let lo = hi.saturating_sub(size);
+    let here = &limit as *const libc::rlimit as u64;
+    (lo..hi).contains(&here).then_some(StackBounds { lo, hi })
+}
+
+/// The calling thread's stack from `pthread_getattr_np`.
+fn pthread_stack_bounds() -> Option<StackBounds> {
     // SAFETY: pthread_attr_t is plain old data filled by the call.
     let mut attr: libc::pthread_attr_t = unsafe { std::mem::zeroed() };
     // SAFETY: querying the calling thread into a valid attr.

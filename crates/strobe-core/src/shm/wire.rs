@@ -82,10 +82,13 @@ pub mod event {
     pub const XPTI_NAME: u16 = 9;
     /// A loaded module; bytes: a [`super::ModuleBody`] then build id and path.
     pub const MODULE: u16 = 10;
-    /// A `vfork` child of this thread is about to run an image that will
-    /// not be profiled; `arg` is the reason; bytes: the child's pid (i32
-    /// LE) then the image's path.
-    pub const CHILD_EXEC: u16 = 11;
+    /// This thread started a child process (`fork`, `posix_spawn`, or a
+    /// `vfork` child about to `exec`). `arg` is an exec reason: `NONE`
+    /// when the child's runtime will connect (the collector waits for it
+    /// even if the parent ends first), otherwise why the image the child
+    /// runs will not be profiled. Bytes: the child's pid (i32 LE), then
+    /// the image's path when known.
+    pub const CHILD: u16 = 11;
 }
 
 /// Fixed part of every event record (16 bytes).
