@@ -3,31 +3,51 @@
 //! everything else.
 //!
 //! Each runtime hands over its process's shared segment and a pidfd
-//! ([`listen`]). The collector thread drains every process's rings every
-//! few milliseconds (and sooner when a producer rings the doorbell), writes
-//! each process's database ([`profile`]) in the run directory, sets the
-//! samplers' on/off flags from delays, durations and time windows, and
-//! finishes a process when its pidfd says it ended or when its pid shows
-//! up with a new segment after `exec`. What could not be profiled is
-//! reported, never silent.
+//! ([`listen`]). Two threads share the work:
+//! * the collector thread copies every process's rings into batches
+//!   ([`tap`]): at once again while records keep arriving, every few
+//!   milliseconds when all is quiet. It also sets the samplers' on/off
+//!   flags from delays, durations and time windows, waits for children
+//!   their parents announced, and ends a process image when its pidfd says
+//!   it ended or when its pid shows up with a new segment after `exec`;
+//! * the writer thread decodes the batches into each process's database
+//!   ([`process`], [`profile`]) in the run directory.
 //!
-//! Owns the collector thread and the run's report. Never runs inside the
+//! The producers therefore wait only for a copy, never for SQLite; at most
+//! [`QUEUE_LIMIT`] bytes wait for the writer (then the rings fill and
+//! lossless producers wait). What could not be profiled is reported,
+//! never silent.
+//!
+//! Owns the two threads and the run's report. Never runs inside the
 //! profiled program.
 
 mod listen;
 mod process;
 mod profile;
+mod tap;
 mod trace_types;
 
 use process::Process;
 use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
+use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use strobe_core::shm::segment::Segment;
+use tap::{Batch, Tap};
+
+/// Bytes of copied records that may wait for the writer.
+pub const QUEUE_LIMIT: usize = 512 << 20;
+/// How long after a burst of records (more than [`BURST_BYTES`] in one
+/// pass) the collector keeps looking at [`BUSY_POLL`] intervals rather
+/// than the idle poll interval. Sampling alone never makes a burst.
+const BUSY_NS: u64 = 20_000_000;
+const BUSY_POLL: Duration = Duration::from_micros(100);
+const BURST_BYTES: usize = 16 << 10;
 use strobe_core::timewindow::TimeWindows;
 
 /// When one sampler's samples count, relative to each process's start.
@@ -81,6 +101,8 @@ struct Shared {
     wake: OwnedFd,
     /// Set (and notified) when the collector thread returns.
     done: (Mutex<bool>, Condvar),
+    /// Bytes of batches sent to the writer and not yet written.
+    queued: AtomicUsize,
 }
 
 impl Shared {
@@ -133,6 +155,7 @@ impl Collector {
             // SAFETY: a descriptor we just created and own.
             wake: unsafe { OwnedFd::from_raw_fd(wake) },
             done: (Mutex::new(false), Condvar::new()),
+            queued: AtomicUsize::new(0),
         });
         let thread = {
             let shared = shared.clone();
@@ -201,21 +224,121 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Finishes `p` and adds its results to the report; children it
-/// announced last are expected.
-fn retire(shared: &Shared, mut p: Process, superseded: bool, expected: &mut Expected) {
-    p.drain(&shared.options);
-    for child in p.take_children() {
-        expected.announce(child);
+/// What the collector thread tells the writer thread, in order.
+enum ToWriter {
+    /// A new process image (its segment arrived).
+    Started {
+        id: u64,
+        pid: i32,
+        segment: Arc<Segment>,
+    },
+    /// Records of image `id`.
+    Records { id: u64, batch: Batch },
+    /// Image `id` ended (`superseded`: its pid runs a new image).
+    Ended { id: u64, superseded: bool },
+}
+
+/// The writer thread: records batches, finishes ended images and adds
+/// their results to the report.
+fn write(shared: &Shared, from: mpsc::Receiver<ToWriter>) {
+    let options = &shared.options;
+    let mut processes: HashMap<u64, Process> = HashMap::new();
+    for message in from {
+        match message {
+            ToWriter::Started { id, pid, segment } => {
+                processes.insert(id, Process::new(pid, segment));
+            }
+            ToWriter::Records { id, batch } => {
+                let weight = batch.weight();
+                if let Some(p) = processes.get_mut(&id) {
+                    p.apply(batch, options);
+                }
+                shared.queued.fetch_sub(weight, Ordering::SeqCst);
+            }
+            ToWriter::Ended { id, superseded } => {
+                let Some(p) = processes.remove(&id) else {
+                    continue;
+                };
+                let (pid, command) = (p.pid, p.command());
+                let (db, notes) = p.finish(options, superseded);
+                let mut report = lock(&shared.report);
+                report.databases.extend(db);
+                for n in notes {
+                    report.notes.push(format!("pid {pid} ({command}): {n}"));
+                }
+            }
+        }
     }
-    let (pid, command) = (p.pid, p.command());
-    let (db, notes) = p.finish(&shared.options, superseded);
-    let mut report = lock(&shared.report);
-    if let Some(db) = db {
-        report.databases.push(db);
+}
+
+/// The collector thread's side of one run: the followed images and the
+/// way to the writer.
+struct Taps<'a> {
+    shared: &'a Shared,
+    taps: Vec<Tap>,
+    expected: Expected,
+    to_writer: mpsc::Sender<ToWriter>,
+    next_id: u64,
+}
+
+impl Taps<'_> {
+    /// Copies `tap`'s rings and sends what they held; returns the bytes
+    /// copied.
+    fn drain(&mut self, i: usize) -> usize {
+        let mut batch = Batch::default();
+        let mut children = Vec::new();
+        self.taps[i].drain(&mut batch, &mut children);
+        for child in children {
+            self.expected.announce(child);
+        }
+        if batch.is_empty() {
+            return 0;
+        }
+        let weight = batch.weight();
+        self.shared.queued.fetch_add(weight, Ordering::SeqCst);
+        let id = self.taps[i].id;
+        let _ = self.to_writer.send(ToWriter::Records { id, batch });
+        weight
     }
-    for n in notes {
-        report.notes.push(format!("pid {pid} ({command}): {n}"));
+
+    /// Copies the rings a last time and ends image `i`.
+    fn end(&mut self, i: usize, superseded: bool) {
+        self.drain(i);
+        // Again: the first pass may have freed slots whose events came last.
+        self.drain(i);
+        let tap = self.taps.swap_remove(i);
+        let _ = self.to_writer.send(ToWriter::Ended {
+            id: tap.id,
+            superseded,
+        });
+    }
+
+    fn start(&mut self, h: listen::Handover) {
+        self.expected.connected(h.pid);
+        match Segment::open(&h.segment) {
+            Ok(segment) => {
+                // A new image of a pid we follow: the old one exec'd (the
+                // new image may have ended already too, which ends the
+                // pid's old image as well).
+                if let Some(i) = self.taps.iter().position(|t| t.pid == h.pid) {
+                    self.end(i, true);
+                }
+                let segment = Arc::new(segment);
+                self.next_id += 1;
+                let id = self.next_id;
+                let _ = self.to_writer.send(ToWriter::Started {
+                    id,
+                    pid: h.pid,
+                    segment: segment.clone(),
+                });
+                let options = &self.shared.options;
+                self.taps
+                    .push(Tap::new(id, h.pid, segment, h.pidfd, options));
+            }
+            Err(e) => lock(&self.shared.report)
+                .notes
+                .push(format!("pid {}: its data could not be read: {e}", h.pid)),
+        }
     }
 }
 
@@ -250,29 +373,73 @@ impl Expected {
     }
 }
 
-/// The collector thread.
+/// The collector thread: starts the writer thread, follows images until
+/// the run is over, then lets the writer finish.
 fn run(listener: &listen::Listener, shared: &Shared) {
+    let (to_writer, from_taps) = mpsc::channel();
+    std::thread::scope(|scope| {
+        let writer = std::thread::Builder::new()
+            .name("strobe-writer".into())
+            .spawn_scoped(scope, || write(shared, from_taps));
+        if let Err(e) = writer {
+            lock(&shared.report)
+                .notes
+                .push(format!("the collector could not start its writer: {e}"));
+            return;
+        }
+        follow(
+            listener,
+            &mut Taps {
+                shared,
+                taps: Vec::new(),
+                expected: Expected::default(),
+                to_writer,
+                next_id: 0,
+            },
+        );
+    });
+}
+
+/// Follows every image of the run until it is over.
+fn follow(listener: &listen::Listener, t: &mut Taps<'_>) {
+    let shared = t.shared;
     let options = &shared.options;
-    let mut processes: Vec<Process> = Vec::new();
-    let mut expected = Expected::default();
+    // When a burst last arrived: until BUSY_NS after, look again every
+    // BUSY_POLL (producers may be refilling a ring right now).
+    let mut last_records = 0u64;
     loop {
-        let pending: Vec<i32> = expected.pending.keys().copied().collect();
+        let pending: Vec<i32> = t.expected.pending.keys().copied().collect();
         let mut fds: Vec<libc::pollfd> = [listener.raw_fd(), shared.wake.as_raw_fd()]
             .into_iter()
-            .chain(processes.iter().map(Process::pidfd))
-            .chain(pending.iter().map(|pid| expected.pending[pid].as_raw_fd()))
+            .chain(t.taps.iter().map(Tap::pidfd))
+            .chain(
+                pending
+                    .iter()
+                    .map(|pid| t.expected.pending[pid].as_raw_fd()),
+            )
             .map(|fd| libc::pollfd {
                 fd,
                 events: libc::POLLIN,
                 revents: 0,
             })
             .collect();
-        // SAFETY: a valid array of pollfds.
+        let busy = strobe_core::clock::now_ns().saturating_sub(last_records) < BUSY_NS;
+        let timeout = if busy {
+            BUSY_POLL
+        } else {
+            options.poll_interval
+        };
+        let timeout = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: a valid array of pollfds and timespec; no signal mask.
         unsafe {
-            libc::poll(
+            libc::ppoll(
                 fds.as_mut_ptr(),
                 fds.len() as libc::nfds_t,
-                options.poll_interval.as_millis().max(1) as i32,
+                &timeout,
+                std::ptr::null(),
             )
         };
         // Read before accepting: a program that ended had connected before
@@ -283,57 +450,47 @@ fn run(listener: &listen::Listener, shared: &Shared) {
             // SAFETY: reading 8 bytes from our eventfd resets it.
             unsafe { libc::read(shared.wake.as_raw_fd(), count.as_mut_ptr().cast(), 8) };
         }
-        let (process_fds, pending_fds) = fds[2..].split_at(processes.len());
-        for (p, fd) in processes.iter_mut().zip(process_fds) {
+        let (tap_fds, pending_fds) = fds[2..].split_at(t.taps.len());
+        for (tap, fd) in t.taps.iter_mut().zip(tap_fds) {
             if fd.revents != 0 {
-                p.exited = true;
+                tap.exited = true;
             }
         }
         for (pid, fd) in pending.iter().zip(pending_fds) {
             if fd.revents != 0 {
                 // Ended without connecting (or exec'd an image that was
                 // named already).
-                expected.pending.remove(pid);
+                t.expected.pending.remove(pid);
             }
         }
         for h in listener.accept_all() {
-            expected.connected(h.pid);
-            match Segment::open(&h.segment) {
-                Ok(segment) => {
-                    // A new image of a pid we follow: the old one exec'd
-                    // (the new image may have ended already too, which
-                    // ends the pid's old image as well).
-                    if let Some(i) = processes.iter().position(|p| p.pid == h.pid) {
-                        let old = processes.swap_remove(i);
-                        retire(shared, old, true, &mut expected);
-                    }
-                    processes.push(Process::new(h.pid, segment, h.pidfd, options));
-                }
-                Err(e) => lock(&shared.report)
-                    .notes
-                    .push(format!("pid {}: its data could not be read: {e}", h.pid)),
-            }
+            t.start(h);
         }
-        for p in processes.iter_mut() {
-            p.control(options);
-            p.drain(options);
-            for child in p.take_children() {
-                expected.announce(child);
+        // Past the limit, the rings wait (and lossless producers with them)
+        // until the writer catches up; ending images are still emptied.
+        let room = shared.queued.load(Ordering::SeqCst) < QUEUE_LIMIT;
+        for i in 0..t.taps.len() {
+            t.taps[i].control(options);
+            if room && t.drain(i) > BURST_BYTES {
+                last_records = strobe_core::clock::now_ns();
             }
         }
         let interrupted = shared.interrupted.load(Ordering::SeqCst);
-        let (ended, running): (Vec<_>, Vec<_>) =
-            processes.into_iter().partition(|p| p.exited || interrupted);
-        processes = running;
-        for p in ended {
-            retire(shared, p, false, &mut expected);
+        let mut i = 0;
+        while i < t.taps.len() {
+            if t.taps[i].exited || interrupted {
+                t.end(i, false);
+            } else {
+                i += 1;
+            }
         }
-        *lock(&shared.live) = processes
+        *lock(&shared.live) = t
+            .taps
             .iter()
-            .map(|p| (p.pid, Some(p.command())))
-            .chain(expected.pending.keys().map(|&pid| (pid, None)))
+            .map(|tap| (tap.pid, Some(tap.command.clone())))
+            .chain(t.expected.pending.keys().map(|&pid| (pid, None)))
             .collect();
-        if interrupted || (program_done && processes.is_empty() && expected.pending.is_empty()) {
+        if interrupted || (program_done && t.taps.is_empty() && t.expected.pending.is_empty()) {
             return;
         }
     }

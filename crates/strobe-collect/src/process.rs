@@ -1,28 +1,23 @@
-//! One process of the run, as the collector follows it: its segment, its
-//! pidfd, what its rings held so far, and its database once it recorded
-//! something.
+//! One process image of the run, as the writer records it: what its
+//! records said so far, and its database once it recorded something.
 //!
-//! Owns draining (event rings before sample rings, so threads, names and
-//! modules precede the samples that need them), freeing the slots of ended
-//! threads, the `sampling_on` flags (delays, durations, time windows), and
-//! finishing: run totals and notes into the database, an empty profile
-//! removed. Never trusts the segment's contents beyond the ring checks.
+//! Owns decoding the records the collector thread copied out of the rings
+//! ([`crate::tap::Batch`]) into the database, and finishing: run totals
+//! and notes into the database, an empty profile removed. Never reads the
+//! rings (the collector thread does) and never trusts a record beyond the
+//! wire checks.
 
 use crate::profile::{Module, Profile};
+use crate::tap::{sample_counters, Batch, Source};
 use crate::Options;
-use std::collections::{HashMap, HashSet};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use strobe_core::clock::now_ns;
 use strobe_core::shm::segment::{exec_reason, slot_state, state, Segment};
 use strobe_core::shm::wire::{decode_event, event, info, info_entries, read, ModuleBody, XptiBody};
-use strobe_core::timewindow::{ClockReader, WindowClock, WindowEvaluator};
 use strobe_db::{ProcessInfo, WriterOptions};
-use strobe_sampler::{drain_samples, Sample, SampleSink};
-
-/// Blocking the sampling signal for this long in total is reported.
-const BLOCKED_REPORT_NS: u64 = 50_000_000;
 
 /// What the runtime said about the process.
 pub struct Described {
@@ -34,7 +29,19 @@ pub struct Described {
     pub warnings: Vec<String>,
 }
 
-fn describe(segment: &Segment) -> Described {
+impl Described {
+    /// The command line, for messages.
+    pub fn command(&self) -> String {
+        if self.args.is_empty() {
+            self.exe.clone()
+        } else {
+            self.args.join(" ")
+        }
+    }
+}
+
+/// What the runtime wrote about its process in the segment.
+pub fn describe(segment: &Segment) -> Described {
     let mut d = Described {
         exe: String::new(),
         args: Vec::new(),
@@ -73,79 +80,36 @@ fn describe(segment: &Segment) -> Described {
     d
 }
 
-/// One followed process image.
+/// One recorded process image.
 pub struct Process {
     pub pid: i32,
-    pub segment: Segment,
-    pub pidfd: OwnedFd,
-    pub described: Described,
+    segment: Arc<Segment>,
+    described: Described,
     profile: Option<Profile>,
     modules: Vec<Module>,
     strings: HashMap<u32, String>,
     xpti_names: HashMap<u64, String>,
     thread_starts: HashMap<i32, u64>,
     notes: Vec<String>,
-    /// Children the process started whose runtime will connect (from
-    /// `CHILD` events), not yet taken by the collector loop.
-    children: Vec<i32>,
-    blocked_reported: HashSet<i32>,
-    windows: WindowEvaluator,
-    pub exited: bool,
     last_commit: u64,
     /// Counters of slots already freed: taken, lost (full), lost
     /// (nested), overruns, incomplete.
     totals: [u64; 5],
 }
 
-/// CPU time of another process, for time windows on CPU clocks.
-struct ProcessClocks(i32);
-
-impl ClockReader for ProcessClocks {
-    fn read_ns(&self, clock: WindowClock) -> u64 {
-        match clock {
-            WindowClock::Realtime => strobe_core::clock::now_ns(),
-            _ => {
-                // The kernel's process CPU clock of pid: ((~pid) << 3) | 2
-                // (CPUCLOCK_SCHED).
-                strobe_core::clock::read_clock_ns(((!self.0) << 3) | 2)
-            }
-        }
-    }
-}
-
-/// Routes drained samples into the profile.
-struct Sink<'a> {
-    profile: &'a mut Profile,
-    modules: &'a [Module],
-}
-
-impl SampleSink for Sink<'_> {
-    fn deliver(&mut self, s: &Sample<'_>) {
-        let r = self.profile.sample(s, self.modules);
-        self.profile.note(r);
-    }
-}
-
 impl Process {
-    /// Starts following a process whose segment arrived.
-    pub fn new(pid: i32, segment: Segment, pidfd: OwnedFd, options: &Options) -> Process {
-        let described = describe(&segment);
-        let clocks = ProcessClocks(pid);
+    /// Starts recording a process whose segment arrived.
+    pub fn new(pid: i32, segment: Arc<Segment>) -> Process {
         Process {
             pid,
-            windows: WindowEvaluator::start(&options.windows, &clocks),
+            described: describe(&segment),
             segment,
-            pidfd,
-            described,
             profile: None,
             modules: Vec::new(),
             strings: HashMap::new(),
             xpti_names: HashMap::new(),
             thread_starts: HashMap::new(),
             notes: Vec::new(),
-            children: Vec::new(),
-            blocked_reported: HashSet::new(),
-            exited: false,
             last_commit: now_ns(),
             totals: [0; 5],
         }
@@ -153,21 +117,7 @@ impl Process {
 
     /// The command line, for messages.
     pub fn command(&self) -> String {
-        if self.described.args.is_empty() {
-            self.described.exe.clone()
-        } else {
-            self.described.args.join(" ")
-        }
-    }
-
-    /// Children started since the last call whose runtime will connect.
-    pub fn take_children(&mut self) -> Vec<i32> {
-        std::mem::take(&mut self.children)
-    }
-
-    /// The pidfd to poll for the process's end.
-    pub fn pidfd(&self) -> i32 {
-        self.pidfd.as_raw_fd()
+        self.described.command()
     }
 
     fn profile(&mut self, options: &Options) -> Option<&mut Profile> {
@@ -206,117 +156,41 @@ impl Process {
         self.profile.as_mut()
     }
 
-    /// Sets the samplers' on/off flags from delays, durations and windows.
-    pub fn control(&mut self, options: &Options) {
-        let elapsed = now_ns().saturating_sub(self.segment.header().start_ns);
-        let windows_on = self.windows.is_on(&ProcessClocks(self.pid));
-        for (i, timing) in options.timing.iter().enumerate() {
-            let on = windows_on
-                && elapsed >= timing.delay_ns
-                && (timing.duration_ns == 0 || elapsed < timing.delay_ns + timing.duration_ns);
-            self.segment.header().sampling_on[i].store(u32::from(on), Ordering::Relaxed);
-        }
-    }
-
-    /// Moves everything out of the rings into the database.
-    pub fn drain(&mut self, options: &Options) {
-        let slots = self.segment.slots_in_use();
-        for i in 0..slots {
-            let slot = self.segment.slot(i);
-            if slot.state.load(Ordering::Acquire) == slot_state::FREE {
-                continue;
-            }
-            let tid = slot.tid.load(Ordering::Acquire);
-            let since = slot.blocked_since.load(Ordering::Relaxed);
-            let open = if since == 0 {
-                0
-            } else {
-                now_ns().saturating_sub(since)
-            };
-            // Short blocks (around fork, in critical sections) lose a
-            // sample at most: only long ones are reported.
-            let blocked = slot.blocked_ns.load(Ordering::Relaxed) + open >= BLOCKED_REPORT_NS;
-            self.drain_events(i, tid, options);
-            if blocked && self.blocked_reported.insert(tid) {
-                self.notes.push(format!(
-                    "thread {tid} blocked the sampling signal: not sampled while it was blocked"
-                ));
-            }
-        }
-        for i in 0..slots {
-            let slot = self.segment.slot(i);
-            let state = slot.state.load(Ordering::Acquire);
-            if state == slot_state::FREE {
-                continue;
-            }
-            let ring = self.segment.sample_ring(i);
-            if ring.used() > 0 {
-                let modules = std::mem::take(&mut self.modules);
-                if let Some(profile) = self.profile(options) {
-                    let mut sink = Sink {
-                        profile,
-                        modules: &modules,
-                    };
-                    if drain_samples(&ring, &mut sink).is_err() {
-                        self.notes
-                            .push(format!("slot {i}: a corrupt sample record was skipped"));
+    /// Writes what the collector thread copied out of the rings.
+    pub fn apply(&mut self, batch: Batch, options: &Options) {
+        for (source, tid, range) in &batch.records {
+            let payload = &batch.bytes[range.clone()];
+            match source {
+                Source::Events => {
+                    if let Some(e) = decode_event(payload) {
+                        let h = e.head;
+                        self.event(*tid, h.kind, h.arg, h.timestamp_ns, e.bytes, options);
                     }
                 }
-                self.modules = modules;
-            }
-            if state == slot_state::ENDED
-                && ring.used() == 0
-                && self.segment.event_ring(i).used() == 0
-            {
-                self.retire_counters(i);
-                self.segment.free_slot(i);
+                Source::Samples => {
+                    let Some(sample) = strobe_sampler::sample_from(payload) else {
+                        continue;
+                    };
+                    let modules = std::mem::take(&mut self.modules);
+                    if let Some(profile) = self.profile(options) {
+                        let r = profile.sample(&sample, &modules);
+                        profile.note(r);
+                    }
+                    self.modules = modules;
+                }
             }
         }
+        for (t, r) in self.totals.iter_mut().zip(batch.retired) {
+            *t += r;
+        }
+        self.notes.extend(batch.notes);
+        self.notes.extend(batch.corrupt);
         let now = now_ns();
         if now - self.last_commit >= options.flush_interval.as_nanos() as u64 {
             self.last_commit = now;
             if let Some(p) = &mut self.profile {
                 p.commit();
             }
-        }
-    }
-
-    /// Counters of slots that were freed, so totals survive slot reuse.
-    fn retire_counters(&mut self, i: u32) {
-        let slot = self.segment.slot(i);
-        for (t, c) in self.totals.iter_mut().zip([
-            &slot.taken,
-            &slot.lost_full,
-            &slot.lost_reentrant,
-            &slot.overruns,
-            &slot.incomplete,
-        ]) {
-            *t += c.load(Ordering::Relaxed);
-        }
-    }
-
-    fn drain_events(&mut self, i: u32, tid: i32, options: &Options) {
-        let ring = self.segment.event_ring(i);
-        if ring.used() == 0 {
-            return;
-        }
-        // The ring is a copy of raw pointers into the segment, not a borrow
-        // of `self`: records go straight to `event`, without copying.
-        let drained = ring.drain(|payload| {
-            if let Some(e) = decode_event(payload) {
-                self.event(
-                    tid,
-                    e.head.kind,
-                    e.head.arg,
-                    e.head.timestamp_ns,
-                    e.bytes,
-                    options,
-                );
-            }
-        });
-        if drained.is_err() {
-            self.notes
-                .push(format!("thread {tid}: a corrupt event record was skipped"));
         }
     }
 
@@ -366,12 +240,8 @@ impl Process {
                     p.note(r);
                 }
             }
-            event::CHILD if bytes.len() >= 4 => {
+            event::CHILD if bytes.len() >= 4 && arg != exec_reason::NONE => {
                 let child = i32::from_le_bytes(bytes[..4].try_into().unwrap_or_default());
-                if arg == exec_reason::NONE {
-                    self.children.push(child);
-                    return;
-                }
                 let target = String::from_utf8_lossy(&bytes[4..]);
                 self.notes.push(format!(
                     "its child {child} was not profiled: it ran {target}: {}",
@@ -427,13 +297,10 @@ impl Process {
         self.segment.header().state.load(Ordering::Acquire) == state::EXEC
     }
 
-    /// Final drain, totals, notes; closes or removes the database. Returns
-    /// the database path (if one is kept) and the notes for the run
-    /// summary.
+    /// Totals and notes; closes or removes the database. Returns the
+    /// database path (if one is kept) and the notes for the run summary.
+    /// The collector thread copied the rings for the last time before.
     pub fn finish(mut self, options: &Options, superseded: bool) -> (Option<PathBuf>, Vec<String>) {
-        self.drain(options);
-        // Twice: the first pass may have freed slots whose events came last.
-        self.drain(options);
         if !superseded && self.replaced_by_exec() {
             let (target, reason) = self.segment.exec_note();
             let target = String::from_utf8_lossy(&target).into_owned();
@@ -460,7 +327,13 @@ impl Process {
         }
         for i in 0..self.segment.slots_in_use() {
             if self.segment.slot(i).state.load(Ordering::Acquire) != slot_state::FREE {
-                self.retire_counters(i);
+                for (t, c) in self
+                    .totals
+                    .iter_mut()
+                    .zip(sample_counters(&self.segment, i))
+                {
+                    *t += c;
+                }
             }
         }
         for w in self.described.warnings.clone() {

@@ -89,26 +89,29 @@ pub fn emit(rt: &Runtime, slot: u32, kind: u16, arg: u32, timestamp_ns: u64, byt
             seg.header().events_dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
-    if written && ring.used() * 2 >= ring.capacity() {
-        seg.ring_doorbell();
-    }
     s.event_busy.store(0, Ordering::Release);
 }
 
-/// Waits (sleeping 50 µs at a time, at most `wait_ns`) until the collector
-/// made room, then writes. Counted in the segment.
+/// Waits (yielding the CPU a few times, then sleeping 20 µs at a time, at
+/// most `wait_ns`) until the collector made room, then writes. Counted in
+/// the segment.
 fn wait_for_room(rt: &Runtime, ring: &strobe_core::shm::ring::ShmRing, parts: &[&[u8]]) -> bool {
     let seg = rt.segment;
     let start = now_ns();
     seg.header().event_waits.fetch_add(1, Ordering::Relaxed);
+    let mut tries = 0u32;
     let ok = loop {
-        seg.ring_doorbell();
-        let pause = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 50_000,
-        };
-        // SAFETY: a valid timespec; the remainder is not wanted.
-        unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+        tries += 1;
+        if tries <= 64 {
+            std::thread::yield_now();
+        } else {
+            let pause = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 20_000,
+            };
+            // SAFETY: a valid timespec; the remainder is not wanted.
+            unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+        }
         if ring.push(parts) {
             break true;
         }

@@ -37,26 +37,32 @@ pub trait SampleSink {
     fn deliver(&mut self, sample: &Sample<'_>);
 }
 
+/// Reads one sample record (a payload of a sample ring, or a copy of one).
+pub fn sample_from(payload: &[u8]) -> Option<Sample<'_>> {
+    let s = decode_sample(payload)?;
+    Some(Sample {
+        tid: s.head.tid,
+        timestamp_ns: s.head.timestamp_ns,
+        cpu_time_ns: s.head.cpu_time_ns,
+        peak_rss_kb: s.head.peak_rss_kb,
+        clock: if s.head.clock == 1 {
+            TimerClock::Realtime
+        } else {
+            TimerClock::ThreadCpu
+        },
+        complete: s.head.complete != 0,
+        overruns: s.head.overruns,
+        frames: s.frames,
+    })
+}
+
 /// Moves every sample out of `ring` into `sink`; malformed records are
 /// skipped. Returns the number of samples delivered.
 pub fn drain_samples(ring: &ShmRing, sink: &mut dyn SampleSink) -> Result<usize, Corrupt> {
     let mut delivered = 0;
     ring.drain(|payload| {
-        if let Some(s) = decode_sample(payload) {
-            sink.deliver(&Sample {
-                tid: s.head.tid,
-                timestamp_ns: s.head.timestamp_ns,
-                cpu_time_ns: s.head.cpu_time_ns,
-                peak_rss_kb: s.head.peak_rss_kb,
-                clock: if s.head.clock == 1 {
-                    TimerClock::Realtime
-                } else {
-                    TimerClock::ThreadCpu
-                },
-                complete: s.head.complete != 0,
-                overruns: s.head.overruns,
-                frames: s.frames,
-            });
+        if let Some(sample) = sample_from(payload) {
+            sink.deliver(&sample);
             delivered += 1;
         }
     })?;

@@ -208,15 +208,10 @@ impl ThreadSampler {
         // SAFETY: `head` is SAMPLE_HEAD_BYTES long; write_unaligned needs no
         // alignment.
         unsafe { std::ptr::write_unaligned(head.as_mut_ptr() as *mut SampleHead, header) };
-        let before = ring.used();
         ring.commit(reservation, SAMPLE_HEAD_BYTES + walked.depth * 8);
         slot.taken.fetch_add(1, Ordering::Relaxed);
         if !walked.complete {
             slot.incomplete.fetch_add(1, Ordering::Relaxed);
-        }
-        let half = ring.capacity() / 2;
-        if before < half && ring.used() >= half {
-            segment.ring_doorbell();
         }
         self.busy.store(false, Ordering::Release);
     }

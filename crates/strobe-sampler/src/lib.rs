@@ -29,7 +29,7 @@ pub mod snapshot;
 pub mod timer;
 pub mod unwind;
 
-pub use drain::{drain_samples, Sample, SampleSink};
+pub use drain::{drain_samples, sample_from, Sample, SampleSink};
 pub use modules::ModuleInfo;
 pub use sampler::{Sampler, SamplerConfig, SamplerError, Spare, TimerConfig};
 pub use timer::TimerClock;

@@ -53,7 +53,7 @@ impl Default for RuntimeConfig {
             layout: Layout {
                 slots: 8192,
                 sample_ring_bytes: 64 * 1024,
-                event_ring_bytes: 32 * 1024,
+                event_ring_bytes: 256 * 1024,
             },
             tracing: true,
             lossless: true,

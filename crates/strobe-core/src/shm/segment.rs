@@ -87,9 +87,8 @@ pub struct Header {
     pub info_len: u32,
     /// See [`state`].
     pub state: AtomicU32,
-    /// Futex word the collector may sleep on; producers bump it and wake
-    /// the collector when a ring passes half full.
-    pub doorbell: AtomicU32,
+    /// Unused (keeps the header's layout).
+    pub unused: u32,
     /// Written by the collector: whether the CPU-time (0) and real-time
     /// (1) samplers should take samples now (delays, durations, windows).
     pub sampling_on: [AtomicU32; 2],
@@ -508,25 +507,6 @@ impl Segment {
                 Ordering::Relaxed,
             )
             .is_ok()
-    }
-
-    /// Producer: wakes a collector sleeping on the doorbell.
-    /// Async-signal-safe (one atomic and one `futex` system call).
-    pub fn ring_doorbell(&self) {
-        let word = &self.header().doorbell;
-        word.fetch_add(1, Ordering::Release);
-        // SAFETY: FUTEX_WAKE on a 4-byte word of shared memory.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                word as *const AtomicU32,
-                libc::FUTEX_WAKE,
-                1,
-                0,
-                0,
-                0,
-            );
-        }
     }
 }
 
