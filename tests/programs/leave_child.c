@@ -8,7 +8,10 @@
  *                               posix_spawn(EXE child OUT) and wait for it
  *   leave_child child OUT       what the child does: let the parent end,
  *                               burn 0.2 s of CPU, write "child PID done" to OUT
+ *   leave_child wait            burn 0.2 s, then print what wait(NULL) returns
+ *                               (a process with no child: -1, ECHILD)
  */
+#include <errno.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,11 +30,15 @@ static double cpu_seconds(void) {
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static int child(const char *out) {
-    usleep(100 * 1000);
-    double end = cpu_seconds() + 0.2;
+static void burn(double seconds) {
+    double end = cpu_seconds() + seconds;
     while (cpu_seconds() < end)
         for (int i = 0; i < 10000; i++) sink += i * 0.5;
+}
+
+static int child(const char *out) {
+    usleep(100 * 1000);
+    burn(0.2);
     FILE *f = fopen(out, "w");
     if (!f) return 4;
     fprintf(f, "child %d done\n", (int)getpid());
@@ -60,6 +67,12 @@ static int spawn(const char *exe, const char *out, int wait) {
 
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "child") == 0) return child(argv[2]);
+    if (argc == 2 && strcmp(argv[1], "wait") == 0) {
+        burn(0.2);
+        pid_t r = wait(NULL);
+        printf("wait: %d %s\n", (int)r, r < 0 ? strerror(errno) : "a child");
+        return 3;
+    }
     if (argc == 3 && strcmp(argv[1], "fork") == 0) {
         pid_t pid = fork();
         if (pid < 0) return 3;
@@ -68,6 +81,6 @@ int main(int argc, char **argv) {
     }
     if (argc == 3 && strcmp(argv[1], "spawn") == 0) return spawn("/proc/self/exe", argv[2], 0);
     if (argc == 4 && strcmp(argv[1], "spawn_wait") == 0) return spawn(argv[2], argv[3], 1);
-    fprintf(stderr, "usage: leave_child fork|spawn OUT | spawn_wait EXE OUT | child OUT\n");
+    fprintf(stderr, "usage: leave_child fork|spawn OUT | spawn_wait EXE OUT | child OUT | wait\n");
     return 2;
 }

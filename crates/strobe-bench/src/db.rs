@@ -161,7 +161,7 @@ fn write_with_writer(
         ..WriterOptions::default()
     };
     let mut wr = Writer::create(path, &process(pid), opts)?;
-    let m = wr.add_module(&strobe_db::ModuleInfo {
+    let m = wr.add_module(&strobe_db::ModuleRow {
         path: "/usr/lib/libsynthetic.so",
         build_id: Some("00ff"),
         load_address: 0x7f00_0000_0000,

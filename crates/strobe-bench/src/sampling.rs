@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
-use strobe_db::{Profile, SampleRecord};
+use strobe_db::{Profile, SampleRow};
 
 /// Options of `strobe-bench sampling`.
 #[derive(Debug, Args)]
@@ -40,13 +40,13 @@ fn databases(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn samples(db: &Path) -> Result<Vec<SampleRecord>> {
+fn samples(db: &Path) -> Result<Vec<SampleRow>> {
     let p = Profile::open(&[db.display().to_string()])?;
     let v: Result<Vec<_>, _> = p.samples()?.collect();
     Ok(v?)
 }
 
-fn names(s: &SampleRecord) -> Vec<String> {
+fn names(s: &SampleRow) -> Vec<String> {
     s.frames.iter().map(|f| f.display_name()).collect()
 }
 

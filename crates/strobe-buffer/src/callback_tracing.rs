@@ -134,13 +134,15 @@ impl CallbackService {
     fn call(&self, record: &CallbackRecord, data: &mut UserData) {
         let outcome = catch_unwind(AssertUnwindSafe(|| match &self.callback {
             CallbackFn::Rust(f) => f(record, data),
-            // SAFETY: the tool registered this function with this data and
-            // the `strobe_callback_tracing_cb_t` signature; both pointers
-            // are valid for the call.
             CallbackFn::C {
                 func,
                 data: cb_data,
-            } => unsafe { func(record, data, *cb_data) },
+            } => {
+                // SAFETY: the tool registered this function with this data
+                // and the `strobe_callback_tracing_cb_t` signature; both
+                // pointers are valid for the call.
+                unsafe { func(record, data, *cb_data) }
+            }
         }));
         if outcome.is_err() && self.failures.fetch_add(1, Ordering::Relaxed) == 0 {
             {

@@ -279,9 +279,9 @@ pub struct XptiRecord {
     pub reserved: u8,
 }
 
-// SAFETY (all impls below): each type is #[repr(C)], made of u64/i64/f64/u32/
-// u16/u8 fields laid out without implicit padding (sizes checked in tests),
-// valid for any bit pattern, alignment 8.
+// SAFETY: (all impls below) each type is #[repr(C)], made of u64/i64/f64/
+// u32/u16/u8 fields laid out without implicit padding (sizes checked in
+// tests), valid for any bit pattern, alignment 8.
 unsafe impl Payload for RegionRecord {
     const KIND: Kind = Kind::Region;
 }

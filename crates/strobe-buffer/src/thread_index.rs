@@ -5,6 +5,9 @@
 //! destructor, so reading it never allocates, never locks and is safe from a
 //! signal handler once the thread has read it at least once. Indices are
 //! never reused; they only pick shards (modulo the shard count).
+//!
+//! Never looks up or caches the kernel thread id itself: [`tid`] is
+//! `strobe_core::thread::gettid`, which stays right in a forked child.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -33,21 +36,10 @@ pub(crate) fn current() -> u32 {
     })
 }
 
-thread_local! {
-    static TID: Cell<u32> = const { Cell::new(0) };
-}
-
-/// The calling thread's kernel thread id, cached after the first call.
+/// The calling thread's kernel thread id: `strobe_core::thread::gettid`
+/// (cached per thread, forgotten in a forked child). Async-signal-safe.
 #[inline]
 pub fn tid() -> u32 {
-    TID.with(|cell| {
-        let t = cell.get();
-        if t != 0 {
-            return t;
-        }
-        // SAFETY: gettid has no preconditions and cannot fail.
-        let t = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
-        cell.set(t);
-        t
-    })
+    // Kernel thread ids are positive, so the cast keeps the value.
+    strobe_core::thread::gettid() as u32
 }

@@ -2,6 +2,7 @@
 //! subcommand lives in its own module and only parses, calls and prints.
 
 mod avail;
+mod collect_for;
 mod components;
 mod convert;
 mod launch;
@@ -64,6 +65,9 @@ enum Command {
     Summary(summary::SummaryArgs),
     /// Convert databases to Perfetto, Chrome JSON, flamegraphs, pprof, Firefox Profiler, CSV.
     Convert(convert::ConvertArgs),
+    /// Internal: the collector a runtime preloaded without `strobe sample` starts for itself.
+    #[command(hide = true)]
+    CollectFor(collect_for::CollectForArgs),
 }
 
 fn main() -> ExitCode {
@@ -76,6 +80,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => merge::run(args).map(|()| 0),
         Command::Summary(args) => summary::run(args).map(|()| 0),
         Command::Convert(args) => convert::run(args).map(|()| 0),
+        Command::CollectFor(args) => collect_for::run(&args, config),
     };
     match result {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),

@@ -176,7 +176,7 @@ fn sampler_totals(databases: &[PathBuf]) -> [u64; 4] {
 }
 
 /// The runtime's configuration from the resolved settings.
-fn runtime_config(settings: &Settings) -> RuntimeConfig {
+pub fn runtime_config(settings: &Settings) -> RuntimeConfig {
     let sampling = settings.bool(Key::UseSampling);
     let rate = |on: Key, freq: Key| {
         if sampling && settings.bool(on) {
@@ -204,12 +204,13 @@ fn runtime_config(settings: &Settings) -> RuntimeConfig {
         fork_follow: settings.text(Key::ForkMode) == "follow",
         verbose: settings.int(Key::Verbose) as i32,
         output_file: settings.text(Key::OutputFile).to_string(),
+        tsc: strobe_core::clock::tsc_is_reliable(),
         ..defaults
     }
 }
 
 /// The collector's options from the resolved settings.
-fn collector_options(settings: &Settings, run_dir: PathBuf) -> strobe_collect::Options {
+pub fn collector_options(settings: &Settings, run_dir: PathBuf) -> strobe_collect::Options {
     let timing = |delay: Key, duration: Key| strobe_collect::Timing {
         delay_ns: settings.duration_ns(delay),
         duration_ns: settings.duration_ns(duration),
@@ -310,7 +311,7 @@ fn unprofilable(command: &OsString) -> Option<u32> {
 
 /// Waits for the collector: processes the program started may outlive it
 /// (daemons); they are followed until they end or the user interrupts.
-fn wait_for_collector(collector: strobe_collect::Collector) -> strobe_collect::Report {
+pub fn wait_for_collector(collector: strobe_collect::Collector) -> strobe_collect::Report {
     let mut told = false;
     let started = std::time::Instant::now();
     while !collector.wait_finished(Duration::from_millis(20)) {

@@ -93,7 +93,7 @@ fn write_profile(path: &Path, pid: u32) {
     })
     .unwrap();
     let m = w
-        .add_module(&strobe_db::ModuleInfo {
+        .add_module(&strobe_db::ModuleRow {
             path: "/bin/app",
             load_address: 0x1000,
             size: 0x1000,

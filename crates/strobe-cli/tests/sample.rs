@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
-use strobe_db::{Profile, SampleRecord};
+use strobe_db::{Profile, SampleRow};
 
 /// The tests here run real programs whose sample counts depend on getting
 /// CPU: they take turns rather than compete for the machine's cores.
@@ -150,12 +150,12 @@ fn databases(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn samples(db: &Path) -> Vec<SampleRecord> {
+fn samples(db: &Path) -> Vec<SampleRow> {
     let p = Profile::open(&[db.display().to_string()]).unwrap();
     p.samples().unwrap().map(|s| s.unwrap()).collect()
 }
 
-fn names(s: &SampleRecord) -> Vec<String> {
+fn names(s: &SampleRow) -> Vec<String> {
     s.frames.iter().map(|f| f.display_name()).collect()
 }
 
@@ -196,7 +196,7 @@ fn shares_per_thread_match_cpu_time_and_stacks_reach_main_or_the_thread_start() 
     let all = samples(&dbs[0]);
     let (mut total_a, mut total_b) = (0usize, 0usize);
     for (tid, (ns_a, ns_b)) in &truth {
-        let mine: Vec<&SampleRecord> = all.iter().filter(|s| s.tid == *tid).collect();
+        let mine: Vec<&SampleRow> = all.iter().filter(|s| s.tid == *tid).collect();
         let a = mine.iter().filter(|s| names(s)[0] == "hot_a").count();
         let b = mine.iter().filter(|s| names(s)[0] == "hot_b").count();
         assert!(a + b > 300, "thread {tid}: {a} + {b} samples");
@@ -515,7 +515,7 @@ fn python_shows_cpython_native_frames() {
     let o = sample_in(out.path(), &[&python, "-c", "import time\nt=time.time()\nx=0\nwhile time.time()-t<1.0:\n    x+=sum(i*i for i in range(1000))"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let dbs = databases(out.path());
-    let all: Vec<SampleRecord> = dbs.iter().flat_map(|d| samples(d)).collect();
+    let all: Vec<SampleRow> = dbs.iter().flat_map(|d| samples(d)).collect();
     assert!(all.len() > 100, "{} samples", all.len());
     let in_eval = all
         .iter()
@@ -757,5 +757,109 @@ fn a_static_image_started_by_posix_spawn_is_reported_not_profiled() {
                 && l.contains("leave_child_static")
                 && l.contains("static")),
         "no line naming child {pid} as not profiled (static) in strobe's stderr:\n{err}"
+    );
+}
+
+#[test]
+fn preloaded_without_strobe_sample_the_runtime_starts_its_own_collector() {
+    let _turn = one_at_a_time();
+    let bin = built();
+    let tmp = tempfile::tempdir().unwrap();
+    let program = bin.join("leave_child");
+    let run = |preload: bool| {
+        let mut cmd = Command::new(&program);
+        cmd.arg("wait").current_dir(tmp.path());
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("STROBE_") {
+                cmd.env_remove(k);
+            }
+        }
+        if preload {
+            cmd.env("LD_PRELOAD", fresh_runtime())
+                .env("STROBE_BIN", env!("CARGO_BIN_EXE_strobe"))
+                .env("STROBE_OUTPUT_DIR", tmp.path().join("out"));
+        }
+        // Waits for the collector too: it holds the program's stderr.
+        cmd.output().unwrap()
+    };
+    let plain = run(false);
+    let preloaded = run(true);
+    assert_eq!(plain.status.code(), Some(3));
+    assert_eq!(
+        preloaded.status.code(),
+        plain.status.code(),
+        "{}",
+        stderr(&preloaded)
+    );
+    // The program sees no extra child: wait() still says ECHILD.
+    assert_eq!(
+        String::from_utf8_lossy(&preloaded.stdout),
+        String::from_utf8_lossy(&plain.stdout)
+    );
+    let dbs = databases(&tmp.path().join("out"));
+    assert_eq!(
+        dbs.len(),
+        1,
+        "databases {dbs:?}; stderr: {}",
+        stderr(&preloaded)
+    );
+    let n = samples(&dbs[0]).len();
+    assert!(
+        n >= 10,
+        "{n} samples of 0.2 s of CPU; stderr: {}",
+        stderr(&preloaded)
+    );
+    assert!(
+        stderr(&preloaded).contains("strobe: wrote"),
+        "the collector did not say what it wrote: {}",
+        stderr(&preloaded)
+    );
+}
+
+#[test]
+fn a_tool_plugin_from_strobe_tool_lib_receives_the_programs_samples() {
+    let _turn = one_at_a_time();
+    let bin = built();
+    let tmp = tempfile::tempdir().unwrap();
+    let tool = tmp.path().join("libcount_records.so");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-I"])
+        .arg(root.join("include"))
+        .arg(root.join("examples/tools/count_records.c"))
+        .arg("-o")
+        .arg(&tool)
+        .status()
+        .unwrap();
+    assert!(status.success(), "cc count_records.c");
+    let counts = tmp.path().join("counts.txt");
+    let done = tmp.path().join("done.txt");
+    let out = strobe(
+        &[
+            "sample",
+            "-q",
+            "--output-dir",
+            tmp.path().to_str().unwrap(),
+            "--",
+            bin.join("leave_child").to_str().unwrap(),
+            "child",
+            done.to_str().unwrap(),
+        ],
+        &[
+            ("STROBE_TOOL_LIB", tool.to_str().unwrap()),
+            ("COUNT_RECORDS_OUTPUT", counts.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&counts)
+        .unwrap_or_else(|e| panic!("the tool wrote no counts ({e}); stderr: {}", stderr(&out)));
+    let samples: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("sample "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    assert!(
+        samples >= 10,
+        "the tool counted {samples} samples of 0.2 s of CPU:\n{text}"
     );
 }

@@ -9,7 +9,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use strobe_db::{
-    Arg, CounterId, CounterInfo, DbError, ModuleId, ModuleInfo, ProcessInfo, Region, StackFrame,
+    Arg, CounterId, CounterInfo, DbError, ModuleId, ModuleRow, ProcessInfo, Region, StackFrame,
     StringId, ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions,
 };
 use strobe_sampler::Sample;
@@ -146,7 +146,7 @@ impl Profile {
         if self.written_modules.contains(m) {
             return Ok(());
         }
-        let id = self.writer.add_module(&ModuleInfo {
+        let id = self.writer.add_module(&ModuleRow {
             path: &m.path,
             build_id: (!m.build_id.is_empty()).then_some(m.build_id.as_str()),
             load_address: m.bias,

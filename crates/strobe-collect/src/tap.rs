@@ -6,8 +6,9 @@
 //! slots of ended threads once both their rings are empty, the
 //! `sampling_on` flags (delays, durations, time windows), and what must be
 //! seen at once: children announced to be waited for, threads blocking the
-//! sampling signal. Never decodes records beyond their kind and never
-//! touches a database: that is the writer's work ([`crate::process`]), so a
+//! sampling signal, and turning the time-stamp counter ticks of hot-path
+//! events into `CLOCK_MONOTONIC` ([`TscMap`]). Never decodes records
+//! beyond their head and never touches a database: that is the writer's work ([`crate::process`]), so a
 //! slow database never slows the program's producers down.
 
 use crate::Options;
@@ -18,7 +19,7 @@ use std::sync::Arc;
 use strobe_core::clock::now_ns;
 use strobe_core::shm::ring::ShmRing;
 use strobe_core::shm::segment::{exec_reason, slot_state, Segment};
-use strobe_core::shm::wire::{decode_event, event};
+use strobe_core::shm::wire::{event, event_flags, read, EventHead, EVENT_HEAD_BYTES};
 use strobe_core::timewindow::{ClockReader, WindowClock, WindowEvaluator};
 
 /// Blocking the sampling signal for this long in total is reported.
@@ -64,12 +65,13 @@ impl Batch {
         self.bytes.len() + self.records.len() * std::mem::size_of::<(Source, i32, usize, usize)>()
     }
 
-    fn copy(&mut self, ring: &ShmRing, source: Source, tid: i32, mut seen: impl FnMut(&[u8])) {
+    /// Copies every record of `ring`; `each` may rewrite the copy.
+    fn copy(&mut self, ring: &ShmRing, source: Source, tid: i32, mut each: impl FnMut(&mut [u8])) {
         let drained = ring.drain(|payload| {
             let start = self.bytes.len();
             self.bytes.extend_from_slice(payload);
+            each(&mut self.bytes[start..]);
             self.records.push((source, tid, start..self.bytes.len()));
-            seen(payload);
         });
         if drained.is_err() {
             self.corrupt.push(format!(
@@ -99,6 +101,49 @@ impl ClockReader for ProcessClocks {
     }
 }
 
+/// Turns the time-stamp counter ticks of one ring's events into
+/// `CLOCK_MONOTONIC` nanoseconds. The events copied now were written
+/// between the ring's previous copy and now; the collector read the
+/// counter and the clock together at both moments, and interpolates
+/// linearly between those two readings: exact at both ends, never drifting
+/// however long the run, and never going backwards within a thread.
+#[derive(Debug, Clone, Copy)]
+pub struct TscMap {
+    from: (u64, u64),
+    to: (u64, u64),
+}
+
+impl TscMap {
+    /// The map between two (ticks, ns) readings.
+    pub fn between(from: (u64, u64), to: (u64, u64)) -> TscMap {
+        TscMap { from, to }
+    }
+
+    /// Nanoseconds of `ticks`.
+    pub fn ns(&self, ticks: u64) -> u64 {
+        let (t0, n0) = (self.from.0 as i128, self.from.1 as i128);
+        let (t1, n1) = (self.to.0 as i128, self.to.1 as i128);
+        if t1 <= t0 {
+            return self.to.1;
+        }
+        let ns = n0 + (ticks as i128 - t0) * (n1 - n0) / (t1 - t0);
+        ns.clamp(0, u64::MAX as i128) as u64
+    }
+}
+
+/// Rewrites a copied event's tick timestamp as nanoseconds, no earlier
+/// than `last` (the thread's previous event); returns the time written.
+fn to_monotonic(record: &mut [u8], map: &TscMap, last: u64) -> Option<u64> {
+    let mut head = read::<EventHead>(record)?;
+    if head.flags & event_flags::TSC == 0 {
+        return None;
+    }
+    head.flags &= !event_flags::TSC;
+    head.timestamp_ns = map.ns(head.timestamp_ns).max(last);
+    record[..EVENT_HEAD_BYTES].copy_from_slice(head.as_bytes());
+    Some(head.timestamp_ns)
+}
+
 /// One followed process image, as the collector thread sees it.
 pub struct Tap {
     /// Names the image in messages to the writer.
@@ -112,6 +157,9 @@ pub struct Tap {
     pub command: String,
     windows: WindowEvaluator,
     blocked_reported: HashSet<i32>,
+    /// Per slot: the (ticks, ns) reading at its event ring's last copy,
+    /// and the time of its last converted event.
+    event_clock: Vec<((u64, u64), u64)>,
 }
 
 impl Tap {
@@ -127,6 +175,7 @@ impl Tap {
             exited: false,
             command,
             blocked_reported: HashSet::new(),
+            event_clock: Vec::new(),
         }
     }
 
@@ -152,6 +201,9 @@ impl Tap {
     /// empty are freed.
     pub fn drain(&mut self, batch: &mut Batch, children: &mut Vec<i32>) {
         let slots = self.segment.slots_in_use();
+        let anchor = self.segment.header().tsc_anchor;
+        self.event_clock.resize(slots as usize, (anchor, 0));
+        let now = strobe_core::clock::tsc_pair();
         for i in 0..slots {
             let slot = self.segment.slot(i);
             if slot.state.load(Ordering::Acquire) == slot_state::FREE {
@@ -167,23 +219,23 @@ impl Tap {
             // Short blocks (around fork, in critical sections) lose a
             // sample at most: only long ones are reported.
             let blocked = slot.blocked_ns.load(Ordering::Relaxed) + open >= BLOCKED_REPORT_NS;
-            batch.copy(
-                &self.segment.event_ring(i),
-                Source::Events,
-                tid,
-                |payload| {
-                    if let Some(e) = decode_event(payload) {
-                        if e.head.kind == event::CHILD
-                            && e.head.arg == exec_reason::NONE
-                            && e.bytes.len() >= 4
-                        {
-                            children.push(i32::from_le_bytes(
-                                e.bytes[..4].try_into().unwrap_or_default(),
-                            ));
-                        }
-                    }
-                },
-            );
+            let (copied, last) = &mut self.event_clock[i as usize];
+            let map = TscMap::between(*copied, now);
+            batch.copy(&self.segment.event_ring(i), Source::Events, tid, |record| {
+                if let Some(at) = to_monotonic(record, &map, *last) {
+                    *last = at;
+                }
+                let Some(head) = read::<EventHead>(record) else {
+                    return;
+                };
+                let bytes = &record[EVENT_HEAD_BYTES..];
+                if head.kind == event::CHILD && head.arg == exec_reason::NONE && bytes.len() >= 4 {
+                    children.push(i32::from_le_bytes(
+                        bytes[..4].try_into().unwrap_or_default(),
+                    ));
+                }
+            });
+            *copied = now;
             if blocked && self.blocked_reported.insert(tid) {
                 batch.notes.push(format!(
                     "thread {tid} blocked the sampling signal: not sampled while it was blocked"
@@ -228,4 +280,55 @@ pub fn sample_counters(segment: &Segment, i: u32) -> [u64; 5] {
         &slot.incomplete,
     ]
     .map(|c| c.load(Ordering::Relaxed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_map_exactly_onto_both_readings_and_linearly_between() {
+        let map = TscMap::between((1_000, 5_000), (3_000, 6_000));
+        assert_eq!(map.ns(1_000), 5_000);
+        assert_eq!(map.ns(3_000), 6_000);
+        assert_eq!(map.ns(2_000), 5_500);
+        // Written a little after the second reading (during the copy).
+        assert_eq!(map.ns(3_200), 6_100);
+    }
+
+    #[test]
+    fn a_converted_event_is_never_earlier_than_the_threads_previous_one() {
+        let map = TscMap::between((0, 1_000), (1_000, 2_000));
+        let mut record = EventHead {
+            kind: event::REGION_END,
+            flags: event_flags::TSC,
+            arg: 0,
+            timestamp_ns: 500,
+        }
+        .as_bytes()
+        .to_vec();
+        assert_eq!(to_monotonic(&mut record, &map, 1_700), Some(1_700));
+        let head = read::<EventHead>(&record).unwrap();
+        assert_eq!((head.timestamp_ns, head.flags), (1_700, 0));
+        // Already in nanoseconds: left alone.
+        assert_eq!(to_monotonic(&mut record, &map, 0), None);
+    }
+
+    #[test]
+    fn real_counter_readings_convert_to_the_clock_within_a_microsecond() {
+        if !strobe_core::clock::tsc_is_reliable() {
+            eprintln!("skipped: the kernel does not keep time with an invariant TSC here");
+            return;
+        }
+        let from = strobe_core::clock::tsc_pair();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let (ticks, ns) = strobe_core::clock::tsc_pair();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let map = TscMap::between(from, strobe_core::clock::tsc_pair());
+        let error = map.ns(ticks) as i64 - ns as i64;
+        assert!(
+            error.abs() < 1_000,
+            "converted {error} ns away from the clock"
+        );
+    }
 }

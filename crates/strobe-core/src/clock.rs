@@ -86,8 +86,42 @@ pub fn boottime_ns() -> u64 {
     read_clock_ns(libc::CLOCK_BOOTTIME)
 }
 
-/// Raw time-stamp counter of the CPU (x86-64 `rdtsc`). Only for relative
-/// measurements of very short intervals (benchmarks); never stored.
+/// Whether the time-stamp counter can stand in for `CLOCK_MONOTONIC` on
+/// hot paths: the CPU says it is invariant (`constant_tsc` and
+/// `nonstop_tsc`) and the kernel keeps time with it (clocksource `tsc`,
+/// which the kernel only keeps when the counters are synchronised).
+pub fn tsc_is_reliable() -> bool {
+    if !cfg!(target_arch = "x86_64") {
+        return false;
+    }
+    let source =
+        std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .unwrap_or_default();
+    if source.trim() != "tsc" {
+        return false;
+    }
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let flags = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .unwrap_or_default();
+    let has = |f: &str| flags.split_whitespace().any(|w| w == f);
+    has("constant_tsc") && has("nonstop_tsc")
+}
+
+/// A time-stamp counter reading and the `CLOCK_MONOTONIC` time it
+/// corresponds to (the counter read on both sides of the clock, averaged).
+pub fn tsc_pair() -> (u64, u64) {
+    let before = cycles();
+    let ns = now_ns();
+    let after = cycles();
+    (before + (after - before) / 2, ns)
+}
+
+/// Raw time-stamp counter of the CPU (x86-64 `rdtsc`). Stored only where
+/// the collector converts it to `CLOCK_MONOTONIC` against its own
+/// readings ([`tsc_pair`]); otherwise for relative measurements of very
+/// short intervals (benchmarks).
 #[inline]
 pub fn cycles() -> u64 {
     #[cfg(target_arch = "x86_64")]

@@ -29,7 +29,7 @@ pub use identity::{NodeInfo, ProcessUuid};
 pub use merge::{merge, MergeProgress, MergeStats};
 pub use process::ProcessInfo;
 pub use reader::{
-    CounterRecord, Profile, RegionRecord, ResolvedFrame, SampleRecord, ThreadRecord, TimeBound,
+    CounterRow, Profile, RegionRow, ResolvedFrame, SampleRow, ThreadRecord, TimeBound,
 };
 /// The rusqlite crate strobe-db is built on, for callers that query
 /// [`Profile::connection`] or open files directly.
@@ -37,6 +37,6 @@ pub use rusqlite;
 pub use rusqlite::types::Value;
 pub use writer::{
     AgentId, AgentInfo, AgentKind, AllocOp, Arg, CallSiteId, CounterId, CounterInfo, EventId,
-    FrameId, FrameSymbols, MemLevel, MemoryOp, ModuleId, ModuleInfo, Region, StackFrame, StringId,
+    FrameId, FrameSymbols, MemLevel, MemoryOp, ModuleId, ModuleRow, Region, StackFrame, StringId,
     ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions, WriterTotals,
 };

@@ -74,7 +74,7 @@ pub struct RunBounds {
 
 /// A region as exporters see it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RegionRecord {
+pub struct RegionRow {
     /// Process guid.
     pub guid: String,
     /// OS pid.
@@ -126,7 +126,7 @@ impl ResolvedFrame {
 
 /// A sample with its call stack resolved (leaf first).
 #[derive(Debug, Clone, PartialEq)]
-pub struct SampleRecord {
+pub struct SampleRow {
     /// Process guid.
     pub guid: String,
     /// OS pid.
@@ -145,7 +145,7 @@ pub struct SampleRecord {
 
 /// One point of a counter time series.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CounterRecord {
+pub struct CounterRow {
     /// Process guid.
     pub guid: String,
     /// OS pid.
@@ -400,13 +400,13 @@ impl Profile {
 
     /// Regions of all processes, ordered by start (then longest first, so
     /// parents come before their children).
-    pub fn regions(&self) -> Result<RowStream<'_, RegionRecord>> {
+    pub fn regions(&self) -> Result<RowStream<'_, RegionRow>> {
         RowStream::new(
             &self.conn,
             "SELECT guid, pid, tid, name, category, start, \"end\", event_id, stack_id FROM regions ORDER BY start, \"end\" DESC, guid",
             &[],
             |r| {
-                Ok(RegionRecord {
+                Ok(RegionRow {
                     guid: r.get(0)?,
                     pid: r.get(1)?,
                     tid: r.get(2)?,
@@ -424,13 +424,13 @@ impl Profile {
 
     /// Samples ordered by timestamp, each with its stack resolved (leaf
     /// first). Frame and call-site lookups are cached per distinct value.
-    pub fn samples(&self) -> Result<impl Iterator<Item = Result<SampleRecord>> + '_> {
+    pub fn samples(&self) -> Result<impl Iterator<Item = Result<SampleRow>> + '_> {
         let rows = RowStream::new(
             &self.conn,
             "SELECT guid, pid, tid, timestamp, name, stack_id FROM samples ORDER BY timestamp, guid, tid",
             &[],
             |r| {
-                Ok(SampleRecord {
+                Ok(SampleRow {
                     guid: r.get(0)?,
                     pid: r.get(1)?,
                     tid: r.get(2)?,
@@ -518,13 +518,13 @@ impl Profile {
     }
 
     /// Counter samples ordered by timestamp.
-    pub fn counters(&self) -> Result<RowStream<'_, CounterRecord>> {
+    pub fn counters(&self) -> Result<RowStream<'_, CounterRow>> {
         RowStream::new(
             &self.conn,
             "SELECT guid, pid, tid, name, units, timestamp, value FROM strobe_counters ORDER BY timestamp, guid, name",
             &[],
             |r| {
-                Ok(CounterRecord {
+                Ok(CounterRow {
                     guid: r.get(0)?,
                     pid: r.get(1)?,
                     tid: r.get(2)?,

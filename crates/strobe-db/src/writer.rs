@@ -187,7 +187,7 @@ pub struct ThreadInfo<'a> {
 
 /// Description of a loaded module (`strobe_module`).
 #[derive(Debug, Clone, Default)]
-pub struct ModuleInfo<'a> {
+pub struct ModuleRow<'a> {
     /// File path of the mapped object.
     pub path: &'a str,
     /// GNU build id in hex, if the object has one.
@@ -789,7 +789,7 @@ impl Writer {
     }
 
     /// Adds a loaded module; frames refer to it by the returned id.
-    pub fn add_module(&mut self, m: &ModuleInfo<'_>) -> Result<ModuleId> {
+    pub fn add_module(&mut self, m: &ModuleRow<'_>) -> Result<ModuleId> {
         self.begin_row()?;
         {
             let st = &mut self.stmts.module;

@@ -115,7 +115,7 @@ fn memory_structure_is_bounded_by_distinct_values_and_batch() {
         .unwrap();
     let track = w.add_track(Some(t), "cpu").unwrap();
     let m = w
-        .add_module(&strobe_db::ModuleInfo {
+        .add_module(&strobe_db::ModuleRow {
             path: "/lib/x.so",
             size: 4096,
             ..Default::default()
@@ -220,7 +220,7 @@ fn writer_moves_to_a_dedicated_thread_and_records_memory_ops() {
             .unwrap();
         let malloc = w.intern_string("malloc").unwrap();
         let m = w
-            .add_module(&strobe_db::ModuleInfo {
+            .add_module(&strobe_db::ModuleRow {
                 path: "/lib/libplugin.so",
                 size: 10,
                 ..Default::default()
@@ -293,7 +293,7 @@ fn writer_symbolizes_frames_during_the_run() {
         .unwrap();
     let track = w.add_track(Some(t), "cpu").unwrap();
     let m = w
-        .add_module(&strobe_db::ModuleInfo {
+        .add_module(&strobe_db::ModuleRow {
             path: "/bin/x",
             size: 100,
             ..Default::default()

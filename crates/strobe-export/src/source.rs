@@ -644,11 +644,11 @@ impl Iterator for Regions<'_> {
 /// Streams samples ordered by time without resolving their stacks
 /// (`frames` stays empty; resolve a stack with
 /// [`Profile::resolve_stack`] when it is first needed).
-pub fn samples_unresolved(p: &Profile) -> Result<RowStream<'_, strobe_db::SampleRecord>> {
+pub fn samples_unresolved(p: &Profile) -> Result<RowStream<'_, strobe_db::SampleRow>> {
     Ok(p.query_stream(
         "SELECT guid, pid, tid, timestamp, name, stack_id FROM samples ORDER BY timestamp, guid, tid",
         |r| {
-            Ok(strobe_db::SampleRecord {
+            Ok(strobe_db::SampleRow {
                 guid: r.get(0)?,
                 pid: r.get(1)?,
                 tid: r.get(2)?,
@@ -662,7 +662,7 @@ pub fn samples_unresolved(p: &Profile) -> Result<RowStream<'_, strobe_db::Sample
 }
 
 /// Streams counter samples ordered by time.
-pub fn counters(p: &Profile) -> Result<RowStream<'_, strobe_db::CounterRecord>> {
+pub fn counters(p: &Profile) -> Result<RowStream<'_, strobe_db::CounterRow>> {
     Ok(p.counters()?)
 }
 

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use strobe_core::clock::now_ns;
-use strobe_core::shm::wire::{event, EventHead};
+use strobe_core::shm::wire::{event, event_flags, EventHead};
 
 /// No slot claimed by this thread (yet).
 pub const NO_SLOT: u32 = u32::MAX;
@@ -64,8 +64,33 @@ pub fn clear_my_slot() {
     let _ = SLOT.try_with(|c| c.set((NO_SLOT, 0)));
 }
 
+/// Writes one event of the calling thread into `slot`'s ring, stamped now:
+/// with the time-stamp counter where the launcher said it is reliable (the
+/// collector converts it), with `CLOCK_MONOTONIC` otherwise.
+#[inline]
+pub fn emit_now(rt: &Runtime, slot: u32, kind: u16, arg: u32, bytes: &[u8]) {
+    if rt.config.tsc {
+        let ticks = strobe_core::clock::cycles();
+        emit_with(rt, slot, kind, arg, ticks, event_flags::TSC, bytes);
+    } else {
+        emit_with(rt, slot, kind, arg, now_ns(), 0, bytes);
+    }
+}
+
 /// Writes one event of the calling thread into `slot`'s ring.
 pub fn emit(rt: &Runtime, slot: u32, kind: u16, arg: u32, timestamp_ns: u64, bytes: &[u8]) {
+    emit_with(rt, slot, kind, arg, timestamp_ns, 0, bytes);
+}
+
+fn emit_with(
+    rt: &Runtime,
+    slot: u32,
+    kind: u16,
+    arg: u32,
+    timestamp_ns: u64,
+    flags: u16,
+    bytes: &[u8],
+) {
     let seg = rt.segment;
     let s = seg.slot(slot);
     if s.event_busy.swap(1, Ordering::Acquire) != 0 {
@@ -74,7 +99,7 @@ pub fn emit(rt: &Runtime, slot: u32, kind: u16, arg: u32, timestamp_ns: u64, byt
     }
     let head = EventHead {
         kind,
-        flags: 0,
+        flags,
         arg,
         timestamp_ns,
     };

@@ -102,6 +102,7 @@ fn reason_for(target: &[u8], envp: Argv) -> u32 {
 
 fn after_fork_in_child(parent: &'static crate::state::Runtime) {
     strobe_core::thread::refresh_after_fork();
+    crate::tools::after_fork_in_child();
     strobe_sampler::snapshot::reset_after_fork();
     let spare = crate::state::abandon_after_fork(parent);
     crate::events::clear_my_slot();

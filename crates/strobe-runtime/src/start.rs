@@ -65,6 +65,13 @@ fn arguments(argc: libc::c_int, argv: *const *const libc::c_char) -> Vec<Vec<u8>
 
 /// Decodes the configuration and hands a fresh segment to the collector.
 fn prepare(argc: libc::c_int, argv: *const *const libc::c_char) -> Option<Prepared> {
+    if std::env::var_os(CONFIG_ENV).is_none() && std::env::var_os(COLLECTOR_ENV).is_none() {
+        // Preloaded without `strobe sample`: start a collector.
+        if let Err(e) = crate::self_start::start_collector() {
+            crate::log::emit(&format!("profiling is off for this process: {e}"));
+            return None;
+        }
+    }
     let config = match std::env::var(CONFIG_ENV) {
         Ok(text) => match RuntimeConfig::decode(&text) {
             Ok(c) => c,
@@ -205,6 +212,7 @@ fn stage2() {
     let older = crate::threads::other_threads();
     let rt = crate::state::publish(prepared.config.clone(), prepared.segment);
     begin(rt, &older);
+    crate::tools::load();
 }
 
 /// What every new runtime does once published: the calling thread, the

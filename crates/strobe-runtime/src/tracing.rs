@@ -6,13 +6,13 @@
 //! notification as one event, preceded, the first time the thread meets an
 //! event, by the event's name. Never runs in a signal handler.
 
-use crate::events::emit;
+use crate::events::{emit, emit_now};
 use crate::state::current;
 use crate::threads::slot_of_current_thread;
 use std::cell::RefCell;
 use std::ffi::CStr;
 use std::sync::Arc;
-use strobe_core::clock::now_ns;
+use strobe_buffer::record::XptiRecord;
 use strobe_core::shm::wire::{as_bytes, event, XptiBody};
 use strobe_trace::subscriber::{StreamInit, Subscriber};
 use strobe_trace::types::trace_point;
@@ -81,7 +81,21 @@ fn record(n: &Notification<'_>) {
         trace_type: n.trace_type,
         reserved: 0,
     };
-    emit(rt, slot, event::XPTI, 0, now_ns(), as_bytes(&body));
+    emit_now(rt, slot, event::XPTI, 0, as_bytes(&body));
+    if !crate::tools::loaded() {
+        return;
+    }
+    crate::tools::xpti_to_tools(&XptiRecord {
+        timestamp_ns: strobe_core::clock::now_ns(),
+        unique_id: body.unique_id,
+        parent_unique_id: body.parent_unique_id,
+        instance: body.instance,
+        user_data: body.user_data,
+        tid: strobe_core::thread::gettid() as u32,
+        trace_type: body.trace_type,
+        stream_id: body.stream_id as u8,
+        reserved: 0,
+    });
 }
 
 /// Subscribes to the process-wide framework (once per process image; a

@@ -7,7 +7,7 @@
 //! the thread), catches panics and does nothing when the runtime is not
 //! running.
 
-use crate::events::{emit, name_id};
+use crate::events::{emit, emit_now, name_id};
 use crate::state::{current, Runtime};
 use crate::threads::slot_of_current_thread;
 use std::ffi::c_char;
@@ -71,7 +71,7 @@ fn named(kind: u16, name: *const c_char) {
         if let Some((rt, slot)) = recording() {
             // SAFETY: the API takes NUL-terminated strings; null was refused.
             let id = unsafe { name_id(rt, slot, name) };
-            emit(rt, slot, kind, id, now_ns(), &[]);
+            emit_now(rt, slot, kind, id, &[]);
         }
     });
 }
@@ -85,7 +85,7 @@ extern "C" fn pop_region() {
         // Regions opened before a pause still end.
         let rt = current().filter(|rt| rt.config.tracing);
         if let Some((rt, slot)) = rt.and_then(|rt| Some((rt, slot_of_current_thread(rt)?))) {
-            emit(rt, slot, event::REGION_END, 0, now_ns(), &[]);
+            emit_now(rt, slot, event::REGION_END, 0, &[]);
         }
     });
 }

@@ -62,6 +62,15 @@ static SEGMENT: AtomicPtr<Segment> = AtomicPtr::new(std::ptr::null_mut());
 const TAG: usize = 0x5354_0000_0000_0000;
 const TAG_MASK: usize = 0xffff_0000_0000_0000;
 
+/// A function the handler calls with every sample it records (0 = none).
+static SAMPLE_TAP: AtomicUsize = AtomicUsize::new(0);
+
+/// Has the handler also hand every sample it records to `tap`, which runs
+/// **in the signal handler** (it must not allocate, lock or block).
+pub fn set_sample_tap(tap: Option<fn(&crate::Sample<'_>)>) {
+    SAMPLE_TAP.store(tap.map_or(0, |f| f as usize), Ordering::Release);
+}
+
 /// Publishes the segment the handler writes to.
 pub(crate) fn set_segment(segment: &'static Segment) {
     SEGMENT.store(segment as *const Segment as *mut Segment, Ordering::Release);
@@ -208,6 +217,21 @@ impl ThreadSampler {
         // SAFETY: `head` is SAMPLE_HEAD_BYTES long; write_unaligned needs no
         // alignment.
         unsafe { std::ptr::write_unaligned(head.as_mut_ptr() as *mut SampleHead, header) };
+        let tap = SAMPLE_TAP.load(Ordering::Acquire);
+        if tap != 0 {
+            // SAFETY: only `set_sample_tap` stores here, a `fn(&Sample)`.
+            let tap = unsafe { std::mem::transmute::<usize, fn(&crate::Sample<'_>)>(tap) };
+            tap(&crate::Sample {
+                tid: header.tid,
+                timestamp_ns,
+                cpu_time_ns: header.cpu_time_ns,
+                peak_rss_kb: header.peak_rss_kb,
+                clock,
+                complete: walked.complete,
+                overruns: header.overruns,
+                frames: &frames[..walked.depth],
+            });
+        }
         ring.commit(reservation, SAMPLE_HEAD_BYTES + walked.depth * 8);
         slot.taken.fetch_add(1, Ordering::Relaxed);
         if !walked.complete {

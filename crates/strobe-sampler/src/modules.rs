@@ -81,12 +81,10 @@ unsafe extern "C" fn visit(
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: dl_iterate_phdr passes a valid info and our collector.
         let (info, collector) = unsafe { (&*info, &mut *(data as *mut Collector)) };
+        let first = collector.modules.is_empty();
         // SAFETY: as above; the program headers live as long as the module.
-        if let Some(module) =
-            unsafe { describe(info, &collector.exe, collector.modules.is_empty()) }
-        {
-            collector.modules.push(module);
-        }
+        let module = unsafe { describe(info, &collector.exe, first) };
+        collector.modules.extend(module);
     }));
     0
 }

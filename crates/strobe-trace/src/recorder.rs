@@ -7,6 +7,8 @@
 //! side (the callback) must never lock or allocate after a thread's first
 //! record (which allocates that thread's ring once); a full ring drops the
 //! record and counts it. The consumer side locks only the ring list.
+//! Never looks up the thread id itself: records carry
+//! `strobe_core::thread::gettid()`, which stays right in a forked child.
 
 use std::cell::{RefCell, UnsafeCell};
 use std::collections::HashSet;
@@ -114,11 +116,6 @@ thread_local! {
     static MY_RINGS: RefCell<Vec<(u64, Arc<Ring>)>> = const { RefCell::new(Vec::new()) };
 }
 
-fn gettid() -> u64 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::syscall(libc::SYS_gettid) as u64 }
-}
-
 impl Inner {
     fn record(&self, n: &Notification<'_>) {
         let rec = TraceRecord {
@@ -135,7 +132,8 @@ impl Inner {
         let _ = MY_RINGS.try_with(|rings| {
             let mut rings = rings.borrow_mut();
             let mut rec = rec;
-            rec.thread = THREAD_ID.with(|t| *t);
+            // Kernel thread ids are positive, so the cast keeps the value.
+            rec.thread = strobe_core::thread::gettid() as u64;
             if let Some((_, ring)) = rings.iter().find(|(id, _)| *id == self.id) {
                 ring.push(rec);
                 return;
@@ -150,10 +148,6 @@ impl Inner {
             rings.push((self.id, ring));
         });
     }
-}
-
-thread_local! {
-    static THREAD_ID: u64 = gettid();
 }
 
 /// The recorder subscriber. Clone it to keep a consumer handle while the

@@ -40,6 +40,11 @@ pub struct RuntimeConfig {
     pub verbose: i32,
     /// The `output_file` template.
     pub output_file: String,
+    /// Hot-path events (regions, markers, tracing notifications) carry
+    /// time-stamp counter ticks, which the collector turns into
+    /// `CLOCK_MONOTONIC` nanoseconds (the launcher sets it only where the
+    /// kernel itself keeps time with an invariant TSC).
+    pub tsc: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -61,6 +66,7 @@ impl Default for RuntimeConfig {
             fork_follow: true,
             verbose: 0,
             output_file: "%hostname%/%pid%.db".into(),
+            tsc: false,
         }
     }
 }
@@ -96,7 +102,7 @@ fn unescape(text: &str) -> Option<String> {
 impl RuntimeConfig {
     /// The text carried in [`CONFIG_ENV`].
     pub fn encode(&self) -> String {
-        let fields: [(&str, String); 14] = [
+        let fields: [(&str, String); 15] = [
             ("cputime_hz", self.cputime_hz.to_string()),
             ("cputime_signal", self.cputime_signal.to_string()),
             ("realtime_hz", self.realtime_hz.to_string()),
@@ -111,6 +117,7 @@ impl RuntimeConfig {
             ("fork_follow", u8::from(self.fork_follow).to_string()),
             ("verbose", self.verbose.to_string()),
             ("output_file", escape(&self.output_file)),
+            ("tsc", u8::from(self.tsc).to_string()),
         ];
         fields
             .iter()
@@ -148,6 +155,7 @@ impl RuntimeConfig {
                 "fork_follow" => c.fork_follow = flag(value)?,
                 "verbose" => c.verbose = value.parse().map_err(|_| bad())?,
                 "output_file" => c.output_file = unescape(value).ok_or_else(bad)?,
+                "tsc" => c.tsc = flag(value)?,
                 _ => {}
             }
         }

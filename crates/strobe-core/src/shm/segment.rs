@@ -89,6 +89,10 @@ pub struct Header {
     pub state: AtomicU32,
     /// Unused (keeps the header's layout).
     pub unused: u32,
+    /// A time-stamp counter reading and the `CLOCK_MONOTONIC` time it
+    /// corresponds to, taken at creation: the collector's first anchor for
+    /// converting the ticks of hot-path events.
+    pub tsc_anchor: (u64, u64),
     /// Written by the collector: whether the CPU-time (0) and real-time
     /// (1) samplers should take samples now (delays, durations, windows).
     pub sampling_on: [AtomicU32; 2],
@@ -262,6 +266,7 @@ impl Segment {
         h.pid = pid;
         h.ppid = ppid;
         h.start_ns = start_ns;
+        h.tsc_anchor = crate::clock::tsc_pair();
         h.state.store(state::RUNNING, Ordering::Relaxed);
         h.magic = MAGIC;
         Ok((segment, owned))

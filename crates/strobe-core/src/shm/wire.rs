@@ -97,11 +97,20 @@ pub mod event {
 pub struct EventHead {
     /// One of [`event`].
     pub kind: u16,
+    /// [`event_flags`].
     pub flags: u16,
     /// Kind-specific (a string id).
     pub arg: u32,
-    /// `CLOCK_MONOTONIC` nanoseconds.
+    /// `CLOCK_MONOTONIC` nanoseconds, or time-stamp counter ticks when
+    /// `flags` has [`event_flags::TSC`] (the collector converts them before
+    /// anything else reads the record).
     pub timestamp_ns: u64,
+}
+
+/// Flags of an [`EventHead`].
+pub mod event_flags {
+    /// The timestamp is in time-stamp counter ticks.
+    pub const TSC: u16 = 1;
 }
 
 /// Bytes of [`EventHead`].

@@ -91,7 +91,7 @@ pub fn write_small(path: &Path, pid: u32) -> (u64, u64) {
     })
     .unwrap();
     let m = w
-        .add_module(&strobe_db::ModuleInfo {
+        .add_module(&strobe_db::ModuleRow {
             path: "/usr/bin/prog",
             build_id: Some("abcd"),
             load_address: 0x400000,

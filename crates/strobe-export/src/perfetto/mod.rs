@@ -16,7 +16,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use prost::Message;
-use strobe_db::{CounterRecord, Profile, SampleRecord, ThreadRecord};
+use strobe_db::{CounterRow, Profile, SampleRow, ThreadRecord};
 
 use crate::error::Result;
 use crate::source::{self, ModuleRow, ProcessRow, RegionRow};
@@ -594,7 +594,7 @@ impl<W: Write> PerfettoWriter<W> {
 
     /// Writes one counter value on the counter's track (described on first
     /// use, under its thread or process).
-    pub fn counter(&mut self, c: &CounterRecord) -> Result<()> {
+    pub fn counter(&mut self, c: &CounterRow) -> Result<()> {
         self.close_until(c.timestamp)?;
         self.maybe_reset()?;
         let guid: Arc<str> = Arc::from(c.guid.as_str());
@@ -637,7 +637,7 @@ impl<W: Write> PerfettoWriter<W> {
     /// Writes one sample as a `PerfSample` packet, interning its frames,
     /// mappings, function names, build ids and the call stack (from
     /// `s.frames`, leaf first).
-    pub fn sample(&mut self, s: &SampleRecord) -> Result<()> {
+    pub fn sample(&mut self, s: &SampleRow) -> Result<()> {
         self.sample_with(s, &mut |_, _| Ok(s.frames.clone()))
     }
 
@@ -647,7 +647,7 @@ impl<W: Write> PerfettoWriter<W> {
     /// `frames` are ignored.
     pub fn sample_with(
         &mut self,
-        s: &SampleRecord,
+        s: &SampleRow,
         resolve: &mut dyn FnMut(&str, i64) -> Result<Vec<strobe_db::ResolvedFrame>>,
     ) -> Result<()> {
         self.close_until(s.timestamp)?;

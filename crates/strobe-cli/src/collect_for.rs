@@ -1,0 +1,111 @@
+//! `strobe collect-for PID --report-fd FD` (internal): the collector a
+//! runtime starts for itself when it was preloaded without `strobe sample`
+//! (a batch system that sets `LD_PRELOAD`).
+//!
+//! Owns that collector's sequence: resolve the settings from the
+//! environment and configuration files (as `strobe sample` would, without
+//! flags), create the run directory, start collecting, tell the runtime
+//! the collector's address and its resolved configuration through `FD`,
+//! then follow the process and everything it starts until they have all
+//! ended, symbolize, and say what was written on stderr. Never runs the
+//! program itself and never prints a summary table: the program's stderr
+//! is the only output it shares.
+
+use crate::sample::{collector_options, runtime_config, wait_for_collector};
+use crate::setting_flags::{load_settings, SettingFlags};
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::io::Write;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::Path;
+use strobe_core::settings::Key;
+
+/// Options of `strobe collect-for`.
+#[derive(Debug, Args)]
+pub struct CollectForArgs {
+    /// The process whose runtime started this collector.
+    pid: i32,
+
+    /// Where to write the collector's address and the runtime's
+    /// configuration (one line each); closed afterwards.
+    #[arg(long, value_name = "FD")]
+    report_fd: i32,
+}
+
+/// The program name of `pid` (its first argument), for the run directory.
+fn program_name(pid: i32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .ok()
+        .and_then(|b| {
+            b.split(|&c| c == 0)
+                .next()
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+        })
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| format!("pid{pid}"))
+}
+
+/// Runs the collector; returns strobe's exit code.
+pub fn run(args: &CollectForArgs, config: Option<&Path>) -> Result<i32> {
+    if args.report_fd < 3 {
+        bail!(
+            "--report-fd must name a descriptor above 2 (given {})",
+            args.report_fd
+        );
+    }
+    // SAFETY: the runtime passed this descriptor for us alone.
+    let report = unsafe { OwnedFd::from_raw_fd(args.report_fd) };
+    // SAFETY: pidfd_open with a pid and no flags.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, args.pid, 0) } as i32;
+    if pidfd < 0 {
+        bail!(
+            "process {} is gone: {}",
+            args.pid,
+            std::io::Error::last_os_error()
+        );
+    }
+    // SAFETY: a descriptor the kernel just returned.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+    let settings = load_settings(config, &SettingFlags::default())?;
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let output_dir = cwd.join(settings.path(Key::OutputDir).unwrap_or(Path::new(".")));
+    std::fs::create_dir_all(&output_dir).with_context(|| {
+        format!(
+            "cannot create the output directory {}",
+            output_dir.display()
+        )
+    })?;
+    let run_dir = crate::run_dir::create(&output_dir, &program_name(args.pid))?;
+    let collector =
+        strobe_collect::Collector::start(collector_options(&settings, run_dir.clone()))?;
+    let mut to_runtime = std::fs::File::from(report);
+    writeln!(
+        to_runtime,
+        "{}\n{}",
+        collector.address(),
+        runtime_config(&settings).encode()
+    )
+    .context("cannot answer the runtime")?;
+    drop(to_runtime);
+    let mut wait = libc::pollfd {
+        fd: std::os::fd::AsRawFd::as_raw_fd(&pidfd),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; blocks until the process ends.
+    while unsafe { libc::poll(&mut wait, 1, -1) } < 0 {}
+    collector.program_done();
+    let report = wait_for_collector(collector);
+    for note in &report.notes {
+        eprintln!("strobe: {note}");
+    }
+    let mut databases = report.databases;
+    databases.sort();
+    for db in databases.iter().filter(|p| p.is_file()) {
+        if let Err(e) = crate::symbolize::symbolize_database(db, false) {
+            eprintln!("strobe: warning: cannot symbolize {}: {e:#}", db.display());
+        }
+        eprintln!("strobe: wrote {}", db.display());
+    }
+    Ok(0)
+}
