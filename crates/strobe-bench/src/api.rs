@@ -12,6 +12,12 @@ pub struct ApiArgs {
     /// Region push/pop pairs per measurement.
     #[arg(long, default_value_t = 2_000_000)]
     iterations: u64,
+
+    /// Also time batches of this many regions with a 5 ms pause between
+    /// them (untimed), so the collector empties the thread's ring: the
+    /// cost of a region when the producer never waits (0 = skip).
+    #[arg(long, default_value_t = 2_000)]
+    batch: u64,
 }
 
 /// Runs the benchmark.
@@ -35,6 +41,22 @@ pub fn run(args: &ApiArgs) -> anyhow::Result<()> {
             black_box(i);
         }
         mark_best = mark_best.min(t0.elapsed().as_nanos() as f64 / n as f64);
+    }
+    let mut batch_best = f64::INFINITY;
+    if args.batch > 0 {
+        for _ in 0..50 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            let t0 = Instant::now();
+            for i in 0..args.batch {
+                let _r = strobe::Region::new(c"bench-batch");
+                black_box(i);
+            }
+            batch_best = batch_best.min(t0.elapsed().as_nanos() as f64 / args.batch as f64);
+        }
+        println!(
+            "user API, batches of {} regions after a pause: region push+pop {batch_best:.1} ns",
+            args.batch
+        );
     }
     println!(
         "user API {}: region push+pop {best:.1} ns, mark {mark_best:.1} ns",

@@ -75,7 +75,7 @@ pub fn run(args: &CollectForArgs, config: Option<&Path>) -> Result<i32> {
             output_dir.display()
         )
     })?;
-    let run_dir = crate::run_dir::create(&output_dir, &program_name(args.pid))?;
+    let run_dir = crate::sample::lazy_run_dir(output_dir, program_name(args.pid));
     let collector =
         strobe_collect::Collector::start(collector_options(&settings, run_dir.clone()))?;
     let mut to_runtime = std::fs::File::from(report);

@@ -14,6 +14,7 @@ use clap::Args;
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use strobe_core::settings::{Key, Settings};
 use strobe_core::shm::config::{RuntimeConfig, COLLECTOR_ENV, CONFIG_ENV};
@@ -89,6 +90,9 @@ pub fn run_sample(args: &SampleArgs, config: Option<&Path>) -> Result<i32> {
     }
     for db in &databases {
         eprintln!("strobe: wrote {}", db.display());
+    }
+    if databases.is_empty() {
+        eprintln!("strobe: no process recorded anything: no database was written");
     }
     let mut formats = args.formats.clone();
     if args.flamegraph {
@@ -210,7 +214,10 @@ pub fn runtime_config(settings: &Settings) -> RuntimeConfig {
 }
 
 /// The collector's options from the resolved settings.
-pub fn collector_options(settings: &Settings, run_dir: PathBuf) -> strobe_collect::Options {
+pub fn collector_options(
+    settings: &Settings,
+    run_dir: Arc<strobe_collect::RunDir>,
+) -> strobe_collect::Options {
     let timing = |delay: Key, duration: Key| strobe_collect::Timing {
         delay_ns: settings.duration_ns(delay),
         duration_ns: settings.duration_ns(duration),
@@ -246,7 +253,8 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
             output_dir.display()
         )
     })?;
-    let run_dir = crate::run_dir::create(&output_dir, &args.command[0].to_string_lossy())?;
+    let run_dir =
+        crate::sample::lazy_run_dir(output_dir, args.command[0].to_string_lossy().into_owned());
     let collector =
         strobe_collect::Collector::start(collector_options(&settings, run_dir.clone()))?;
 
@@ -296,8 +304,18 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
     Ok(Session {
         exit_code,
         databases,
-        output_dir: run_dir,
+        output_dir: run_dir.created().unwrap_or_default(),
     })
+}
+
+/// The run directory of `command` under `output_dir`, created (and
+/// `latest` pointed at it) when the collector writes the first database:
+/// a run that records nothing leaves nothing behind.
+pub fn lazy_run_dir(output_dir: PathBuf, command: String) -> Arc<strobe_collect::RunDir> {
+    Arc::new(strobe_collect::RunDir::new(move || {
+        crate::run_dir::create(&output_dir, &command)
+            .map_err(|e| std::io::Error::other(format!("{e:#}")))
+    }))
 }
 
 /// Why the command cannot be profiled at all, when that shows before it

@@ -863,3 +863,20 @@ fn a_tool_plugin_from_strobe_tool_lib_receives_the_programs_samples() {
         "the tool counted {samples} samples of 0.2 s of CPU:\n{text}"
     );
 }
+
+#[test]
+fn a_run_that_records_nothing_leaves_no_run_directory_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = sample_in(tmp.path(), &["/bin/true"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert!(
+        stderr(&out).contains("no database was written"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -30,7 +30,7 @@ mod trace_types;
 use process::Process;
 use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -62,8 +62,9 @@ pub struct Timing {
 /// What the collector needs to know.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Where databases go (`<run_dir>/<db name from the runtime>`).
-    pub run_dir: PathBuf,
+    /// Where databases go (`<run_dir>/<db name from the runtime>`),
+    /// created when the first database is.
+    pub run_dir: Arc<RunDir>,
     /// How often each database commits.
     pub flush_interval: Duration,
     /// CPU-time and real-time sampler timing.
@@ -75,6 +76,47 @@ pub struct Options {
     pub settings: Vec<(String, String)>,
     /// How often the rings are drained.
     pub poll_interval: Duration,
+}
+
+/// The run's directory, made on first use: a run that records nothing
+/// leaves no directory behind.
+pub struct RunDir {
+    make: Box<dyn Fn() -> std::io::Result<PathBuf> + Send + Sync>,
+    made: std::sync::OnceLock<Result<PathBuf, String>>,
+}
+
+impl RunDir {
+    /// A directory `make` creates (once) when first needed.
+    pub fn new(make: impl Fn() -> std::io::Result<PathBuf> + Send + Sync + 'static) -> RunDir {
+        RunDir {
+            make: Box::new(make),
+            made: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The directory, created now if it was not yet.
+    pub fn path(&self) -> Result<&Path, String> {
+        match self
+            .made
+            .get_or_init(|| (self.make)().map_err(|e| e.to_string()))
+        {
+            Ok(p) => Ok(p),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    /// The directory, if it was created.
+    pub fn created(&self) -> Option<PathBuf> {
+        self.made.get().and_then(|r| r.as_ref().ok()).cloned()
+    }
+}
+
+impl std::fmt::Debug for RunDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunDir")
+            .field("created", &self.created())
+            .finish()
+    }
 }
 
 /// What the run produced.

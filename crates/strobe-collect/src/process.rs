@@ -132,7 +132,15 @@ impl Process {
                 command: self.command(),
                 environment: self.described.env.clone(),
             };
-            let path = options.run_dir.join(&self.described.db_name);
+            let dir = match options.run_dir.path() {
+                Ok(dir) => dir,
+                Err(e) => {
+                    self.notes
+                        .push(format!("cannot create the run directory: {e}"));
+                    return None;
+                }
+            };
+            let path = dir.join(&self.described.db_name);
             let writer_options = WriterOptions {
                 flush_interval: options.flush_interval,
                 settings: options.settings.clone(),
