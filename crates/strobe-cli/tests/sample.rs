@@ -77,6 +77,14 @@ fn built() -> PathBuf {
     }
     cc(vec![
         "-O2".into(),
+        "-g".into(),
+        "-o".into(),
+        o("dlopen_work"),
+        s("dlopen_work.c"),
+        "-ldl".into(),
+    ]);
+    cc(vec![
+        "-O2".into(),
         "-static".into(),
         "-o".into(),
         o("leave_child_static"),
@@ -878,5 +886,39 @@ fn a_run_that_records_nothing_leaves_no_run_directory_and_says_so() {
         stderr(&out).contains("no database was written"),
         "{}",
         stderr(&out)
+    );
+}
+
+#[test]
+fn code_in_a_library_dlopened_after_the_last_thread_start_is_named() {
+    let _turn = one_at_a_time();
+    let bin = built();
+    let tmp = tempfile::tempdir().unwrap();
+    let lib = bin.join("libhotlib.so");
+    let out = sample_in(
+        tmp.path(),
+        &[
+            bin.join("dlopen_work").to_str().unwrap(),
+            lib.to_str().unwrap(),
+            "0.4",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let dbs = databases(tmp.path());
+    assert_eq!(dbs.len(), 1, "{}", stderr(&out));
+    let all = samples(&dbs[0]);
+    let in_hot = all
+        .iter()
+        .filter(|s| {
+            names(s)
+                .first()
+                .is_some_and(|f| f == "hot_a" || f == "hot_b")
+        })
+        .count();
+    assert!(
+        all.len() >= 20 && in_hot * 10 >= all.len() * 8,
+        "{in_hot} of {} samples have hot_a/hot_b as their innermost frame; first stacks: {:?}",
+        all.len(),
+        all.iter().take(3).map(names).collect::<Vec<_>>()
     );
 }

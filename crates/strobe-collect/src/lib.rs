@@ -22,6 +22,7 @@
 //! profiled program.
 
 mod listen;
+mod maps;
 mod process;
 mod profile;
 mod tap;

@@ -91,6 +91,9 @@ pub struct Process {
     xpti_names: HashMap<u64, String>,
     thread_starts: HashMap<i32, u64>,
     notes: Vec<String>,
+    /// Pages of code in no announced module already looked up in
+    /// `/proc/PID/maps` (each is looked up once).
+    looked_up: std::collections::HashSet<u64>,
     last_commit: u64,
     /// Counters of slots already freed: taken, lost (full), lost
     /// (nested), overruns, incomplete.
@@ -110,6 +113,7 @@ impl Process {
             xpti_names: HashMap::new(),
             thread_starts: HashMap::new(),
             notes: Vec::new(),
+            looked_up: std::collections::HashSet::new(),
             last_commit: now_ns(),
             totals: [0; 5],
         }
@@ -179,6 +183,7 @@ impl Process {
                     let Some(sample) = strobe_sampler::sample_from(payload) else {
                         continue;
                     };
+                    self.find_unannounced_modules(sample.frames);
                     let modules = std::mem::take(&mut self.modules);
                     if let Some(profile) = self.profile(options) {
                         let r = profile.sample(&sample, &modules);
@@ -198,6 +203,24 @@ impl Process {
             self.last_commit = now;
             if let Some(p) = &mut self.profile {
                 p.commit();
+            }
+        }
+    }
+
+    /// Looks up, in the running process's memory map, code addresses of
+    /// `frames` that no announced module holds (a library `dlopen`ed since
+    /// the runtime last looked).
+    fn find_unannounced_modules(&mut self, frames: &[u64]) {
+        for (i, &pc) in frames.iter().enumerate() {
+            let at = if i == 0 { pc } else { pc.saturating_sub(1) };
+            if self.modules.iter().any(|m| m.text.contains(&at))
+                || self.segment.header().state.load(Ordering::Acquire) != state::RUNNING
+                || !self.looked_up.insert(at >> 12)
+            {
+                continue;
+            }
+            if let Some(m) = crate::maps::module_at(self.pid, at) {
+                self.modules.push(m);
             }
         }
     }

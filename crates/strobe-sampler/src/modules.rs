@@ -174,7 +174,7 @@ unsafe fn describe(info: &libc::dl_phdr_info, exe: &str, first: bool) -> Option<
 }
 
 /// Finds the NT_GNU_BUILD_ID note in a note segment.
-fn find_build_id(mut notes: &[u8]) -> Option<&[u8]> {
+pub fn find_build_id(mut notes: &[u8]) -> Option<&[u8]> {
     const NT_GNU_BUILD_ID: u32 = 3;
     let align4 = |n: usize| (n + 3) & !3;
     while notes.len() >= 12 {
