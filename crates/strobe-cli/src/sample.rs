@@ -182,6 +182,9 @@ fn sampler_totals(databases: &[PathBuf]) -> [u64; 4] {
 /// The runtime's configuration from the resolved settings.
 pub fn runtime_config(settings: &Settings) -> RuntimeConfig {
     let sampling = settings.bool(Key::UseSampling);
+    // With the kernel backend for every process, the runtime's sampler
+    // stays off (a thread is never sampled twice).
+    let sampling = sampling && settings.text(Key::Sampler) != "kernel";
     let rate = |on: Key, freq: Key| {
         if sampling && settings.bool(on) {
             settings.float(freq)
@@ -235,6 +238,33 @@ pub fn collector_options(
             .filter_map(|(def, r)| Some((def.name.to_string(), r.value.as_ref()?.to_string())))
             .collect(),
         poll_interval: Duration::from_millis(5),
+        max_depth: settings.int(Key::SamplingDepth) as usize,
+        kernel_for_all: settings.text(Key::Sampler) == "kernel",
+    }
+}
+
+/// Opens the kernel's sampling events for the program about to be
+/// started, when the `sampler` setting asks for them (`kernel`, or `auto`
+/// for a program nothing can be preloaded into). Must run on the thread
+/// that starts the program, just before. A note says what happens.
+fn kernel_events(
+    settings: &Settings,
+    unprofilable: Option<u32>,
+    notes: &mut Vec<String>,
+) -> Option<strobe_collect::KernelEvents> {
+    let mode = settings.text(Key::Sampler);
+    let wanted = mode == "kernel" || (mode == "auto" && unprofilable == Some(exec_reason::STATIC));
+    if !wanted || !settings.bool(Key::UseSampling) {
+        return None;
+    }
+    let hz = settings.float(Key::SamplingCputimeFreq).round().max(1.0) as u64;
+    let stack = settings.int(Key::SamplingStackBytes) as u32 & !7;
+    match strobe_collect::KernelEvents::for_children(hz, stack, 256) {
+        Ok(events) => Some(events),
+        Err(e) => {
+            notes.push(format!("kernel sampling is off: {e}"));
+            None
+        }
     }
 }
 
@@ -273,12 +303,22 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
     env.push(("LD_PRELOAD".into(), preload));
 
     let mut notes = Vec::new();
-    if let Some(reason) = unprofilable(&args.command[0]) {
+    let reason = unprofilable(&args.command[0]);
+    let kernel = kernel_events(&settings, reason, &mut notes);
+    if let Some(reason) = reason {
+        let what = if kernel.is_some() {
+            "sampled by the kernel only (no regions, markers or tracing)"
+        } else {
+            "not profiled"
+        };
         notes.push(format!(
-            "{}: not profiled: {}",
+            "{}: {what}: {}",
             args.command[0].to_string_lossy(),
             exec_reason::describe(reason)
         ));
+    }
+    if let Some(events) = kernel {
+        collector.sample_kernel(events);
     }
     let outcome = run(&args.command, &env, &["STROBE_CONFIG"])?;
     collector.program_done();

@@ -1034,19 +1034,37 @@ fn two_concurrent_runs_with_the_same_output_file_never_share_it() {
 }
 
 #[test]
-fn a_static_binary_runs_and_is_reported_not_profiled() {
+fn a_static_binary_runs_and_is_sampled_by_the_kernel() {
     let _turn = one_at_a_time();
     let bin = built();
     let p = behaves_as_without(
         "static",
-        &program(&bin, "burn_static", &["0.2", "static done"]),
+        &program(&bin, "burn_static", &["0.3", "static done"]),
         &[],
         &nothing,
     );
     assert_eq!(p.plain.stdout_text(), "static done\n");
+    let kernel_refuses = says(&p.strobed.stderr, &["kernel sampling is off"]);
+    if kernel_refuses {
+        eprintln!("skipped the sample check: the kernel refuses sampling events here");
+        assert!(
+            says(&p.strobed.stderr, &["not profiled", "static"]),
+            "no line saying 'not profiled' … 'static' in strobe's stderr:\n{}",
+            p.strobed.stderr()
+        );
+        return;
+    }
     assert!(
-        says(&p.strobed.stderr, &["not profiled", "static"]),
-        "no line saying 'not profiled' … 'static' in strobe's stderr:\n{}",
+        says(&p.strobed.stderr, &["sampled by the kernel", "static"]),
+        "no line saying 'sampled by the kernel' … 'static' in strobe's stderr:\n{}",
+        p.strobed.stderr()
+    );
+    let dbs = databases(&p.out);
+    let n = count_samples(&dbs);
+    // 0.3 s of CPU at 250 Hz: about 75 samples.
+    assert!(
+        n >= 50,
+        "{n} samples of 0.3 s of CPU in {dbs:?}; strobe's stderr:\n{}",
         p.strobed.stderr()
     );
 }
@@ -1150,6 +1168,37 @@ fn threads_blocking_every_signal_are_reported_not_sampled() {
     assert!(
         says(&p.strobed.stderr, &["not sampled", "blocked"]),
         "no line saying 'not sampled' … 'blocked' in strobe's stderr:\n{}",
+        p.strobed.stderr()
+    );
+}
+
+#[test]
+fn threads_blocking_every_signal_are_sampled_by_the_kernel_sampler() {
+    let _turn = one_at_a_time();
+    let bin = built();
+    let p = behaves_as_without(
+        "blocks_all_signals_kernel",
+        &program(&bin, "blocks_all_signals", &[]),
+        &["--sampler", "kernel"],
+        &nothing,
+    );
+    assert_eq!(p.plain.stdout_text(), "both threads done\n");
+    if says(&p.strobed.stderr, &["kernel sampling is off"]) {
+        eprintln!("skipped: the kernel refuses sampling events here");
+        return;
+    }
+    let dbs = databases(&p.out);
+    assert!(!dbs.is_empty(), "no database: {}", p.strobed.stderr());
+    let per_thread = query(&dbs, "SELECT tid, count(*) FROM samples GROUP BY tid");
+    // Each thread burns 0.3 s of CPU: about 75 samples at 250 Hz.
+    let sampled = per_thread
+        .iter()
+        .filter(|r| r[1].parse::<u64>().unwrap_or(0) >= 40)
+        .count();
+    assert_eq!(
+        sampled,
+        2,
+        "samples per thread {per_thread:?}; strobe's stderr:\n{}",
         p.strobed.stderr()
     );
 }

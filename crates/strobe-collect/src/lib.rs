@@ -21,6 +21,8 @@
 //! Owns the two threads and the run's report. Never runs inside the
 //! profiled program.
 
+mod kernel;
+mod kernel_writer;
 mod listen;
 mod maps;
 mod process;
@@ -40,6 +42,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use strobe_core::shm::segment::Segment;
 use tap::{Batch, Tap};
+
+pub use kernel::perf::Events as KernelEvents;
 
 /// Bytes of copied records that may wait for the writer.
 pub const QUEUE_LIMIT: usize = 512 << 20;
@@ -77,6 +81,12 @@ pub struct Options {
     pub settings: Vec<(String, String)>,
     /// How often the rings are drained.
     pub poll_interval: Duration,
+    /// Most frames kept per kernel sample.
+    pub max_depth: usize,
+    /// Kernel samples of processes that have the runtime are kept (the
+    /// runtime's own sampler is off); otherwise only processes without it
+    /// are sampled by the kernel.
+    pub kernel_for_all: bool,
 }
 
 /// The run's directory, made on first use: a run that records nothing
@@ -146,6 +156,8 @@ struct Shared {
     done: (Mutex<bool>, Condvar),
     /// Bytes of batches sent to the writer and not yet written.
     queued: AtomicUsize,
+    /// Kernel sampling events to drain, once the launcher opened them.
+    kernel: Mutex<Option<KernelEvents>>,
 }
 
 impl Shared {
@@ -199,6 +211,7 @@ impl Collector {
             wake: unsafe { OwnedFd::from_raw_fd(wake) },
             done: (Mutex::new(false), Condvar::new()),
             queued: AtomicUsize::new(0),
+            kernel: Mutex::new(None),
         });
         let thread = {
             let shared = shared.clone();
@@ -227,6 +240,13 @@ impl Collector {
         live.into_iter()
             .map(|(pid, command)| (pid, command.unwrap_or_else(|| comm(pid))))
             .collect()
+    }
+
+    /// Drains and records `events` (opened by the launcher for the program
+    /// it is about to start) until the run ends.
+    pub fn sample_kernel(&self, events: KernelEvents) {
+        *lock(&self.shared.kernel) = Some(events);
+        self.shared.wake();
     }
 
     /// The launched program ended: finish once every process it started
@@ -279,6 +299,8 @@ enum ToWriter {
     Records { id: u64, batch: Batch },
     /// Image `id` ended (`superseded`: its pid runs a new image).
     Ended { id: u64, superseded: bool },
+    /// Records of the kernel's sampling rings.
+    Kernel { batch: Batch },
 }
 
 /// The writer thread: records batches, finishes ended images and adds
@@ -286,10 +308,19 @@ enum ToWriter {
 fn write(shared: &Shared, from: mpsc::Receiver<ToWriter>) {
     let options = &shared.options;
     let mut processes: HashMap<u64, Process> = HashMap::new();
+    let mut kernel = kernel_writer::KernelWriter::default();
     for message in from {
         match message {
             ToWriter::Started { id, pid, segment } => {
+                kernel.runtime_started(pid, id);
                 processes.insert(id, Process::new(pid, segment));
+            }
+            ToWriter::Kernel { batch } => {
+                let weight = batch.weight();
+                for ended in kernel.apply(&batch, &mut processes, options) {
+                    report_finished(shared, ended, false);
+                }
+                shared.queued.fetch_sub(weight, Ordering::SeqCst);
             }
             ToWriter::Records { id, batch } => {
                 let weight = batch.weight();
@@ -299,18 +330,32 @@ fn write(shared: &Shared, from: mpsc::Receiver<ToWriter>) {
                 shared.queued.fetch_sub(weight, Ordering::SeqCst);
             }
             ToWriter::Ended { id, superseded } => {
-                let Some(p) = processes.remove(&id) else {
-                    continue;
-                };
-                let (pid, command) = (p.pid, p.command());
-                let (db, notes) = p.finish(options, superseded);
-                let mut report = lock(&shared.report);
-                report.databases.extend(db);
-                for n in notes {
-                    report.notes.push(format!("pid {pid} ({command}): {n}"));
+                kernel.runtime_ended(id);
+                if let Some(p) = processes.remove(&id) {
+                    report_finished(shared, p, superseded);
                 }
             }
         }
+    }
+    let (rest, lost) = kernel.finish();
+    for p in rest {
+        report_finished(shared, p, false);
+    }
+    if lost > 0 {
+        lock(&shared.report).notes.push(format!(
+            "the kernel dropped {lost} sample records (its rings were full)"
+        ));
+    }
+}
+
+/// Finishes `p` and adds its database and notes to the report.
+fn report_finished(shared: &Shared, p: Process, superseded: bool) {
+    let (pid, command) = (p.pid, p.command());
+    let (db, notes) = p.finish(&shared.options, superseded);
+    let mut report = lock(&shared.report);
+    report.databases.extend(db);
+    for n in notes {
+        report.notes.push(format!("pid {pid} ({command}): {n}"));
     }
 }
 
@@ -342,6 +387,21 @@ impl Taps<'_> {
         let id = self.taps[i].id;
         let _ = self.to_writer.send(ToWriter::Records { id, batch });
         weight
+    }
+
+    /// Copies the kernel's sampling rings and sends what they held.
+    fn drain_kernel(&mut self, events: &mut KernelEvents) {
+        let mut batch = Batch::default();
+        for ring in events.rings() {
+            ring.drain(|record| batch.push_kernel(record));
+        }
+        if batch.is_empty() {
+            return;
+        }
+        self.shared
+            .queued
+            .fetch_add(batch.weight(), Ordering::SeqCst);
+        let _ = self.to_writer.send(ToWriter::Kernel { batch });
     }
 
     /// Copies the rings a last time and ends image `i`.
@@ -447,6 +507,7 @@ fn run(listener: &listen::Listener, shared: &Shared) {
 fn follow(listener: &listen::Listener, t: &mut Taps<'_>) {
     let shared = t.shared;
     let options = &shared.options;
+    let mut kernel: Option<KernelEvents> = None;
     // When a burst last arrived: until BUSY_NS after, look again every
     // BUSY_POLL (producers may be refilling a ring right now).
     let mut last_records = 0u64;
@@ -512,6 +573,12 @@ fn follow(listener: &listen::Listener, t: &mut Taps<'_>) {
         // Past the limit, the rings wait (and lossless producers with them)
         // until the writer catches up; ending images are still emptied.
         let room = shared.queued.load(Ordering::SeqCst) < QUEUE_LIMIT;
+        if kernel.is_none() {
+            kernel = lock(&shared.kernel).take();
+        }
+        if let Some(events) = kernel.as_mut().filter(|_| room) {
+            t.drain_kernel(events);
+        }
         for i in 0..t.taps.len() {
             t.taps[i].control(options);
             if room && t.drain(i) > BURST_BYTES {
@@ -534,6 +601,9 @@ fn follow(listener: &listen::Listener, t: &mut Taps<'_>) {
             .chain(t.expected.pending.keys().map(|&pid| (pid, None)))
             .collect();
         if interrupted || (program_done && t.taps.is_empty() && t.expected.pending.is_empty()) {
+            if let Some(events) = kernel.as_mut() {
+                t.drain_kernel(events);
+            }
             return;
         }
     }

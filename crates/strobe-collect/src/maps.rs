@@ -81,13 +81,15 @@ fn elf_facts(path: &str) -> Option<((u64, u64), Vec<u8>)> {
     Some((first_load?, build_id))
 }
 
-/// The module of process `pid` whose executable mapping holds `pc`.
-pub fn module_at(pid: i32, pc: u64) -> Option<Module> {
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
-    let mappings: Vec<Mapping> = maps.lines().filter_map(parse).collect();
-    let hit = mappings
-        .iter()
-        .find(|m| m.executable && (m.start..m.end).contains(&pc) && m.path.starts_with('/'))?;
+/// The mappings of process `pid`.
+fn mappings(pid: i32) -> Vec<Mapping> {
+    std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .map(|maps| maps.lines().filter_map(parse).collect())
+        .unwrap_or_default()
+}
+
+/// The module that executable mapping `hit` belongs to.
+fn module_of(mappings: &[Mapping], hit: &Mapping) -> Option<Module> {
     let same_file = || mappings.iter().filter(|m| m.path == hit.path);
     let ((vaddr, offset), build_id) = elf_facts(&hit.path)?;
     // The mapping of the first loadable segment's file offset sits at
@@ -98,6 +100,54 @@ pub fn module_at(pid: i32, pc: u64) -> Option<Module> {
         bias: base.start.wrapping_sub(vaddr & !0xfff),
         text: hit.start..hit.end,
         mapped: same_file().map(|m| m.start).min()?..same_file().map(|m| m.end).max()?,
+        build_id: build_id.iter().map(|b| format!("{b:02x}")).collect(),
+    })
+}
+
+fn is_file_code(m: &Mapping) -> bool {
+    m.executable && m.path.starts_with('/')
+}
+
+/// The module of process `pid` whose executable mapping holds `pc`.
+pub fn module_at(pid: i32, pc: u64) -> Option<Module> {
+    let all = mappings(pid);
+    let hit = all
+        .iter()
+        .find(|m| is_file_code(m) && (m.start..m.end).contains(&pc))?;
+    module_of(&all, hit)
+}
+
+/// Every module of process `pid` with code mapped from a file.
+pub fn executable_modules(pid: i32) -> Vec<Module> {
+    let all = mappings(pid);
+    all.iter()
+        .filter(|m| is_file_code(m))
+        .filter_map(|hit| module_of(&all, hit))
+        .collect()
+}
+
+/// The module a mapping record announces (`start`, `offset`, `path`),
+/// while the process still has it mapped.
+pub fn module_for_mapping(
+    pid: i32,
+    start: u64,
+    offset: u64,
+    len: u64,
+    path: &str,
+) -> Option<Module> {
+    let ((vaddr, first_offset), build_id) = elf_facts(path)?;
+    // The segment holding `offset` was mapped at `start`; its virtual
+    // address is the first segment's plus the offset difference when the
+    // file's segments keep their file layout (as linkers produce them).
+    let bias = start
+        .wrapping_sub(offset & !0xfff)
+        .wrapping_sub((vaddr & !0xfff).wrapping_sub(first_offset & !0xfff));
+    let _ = pid;
+    Some(Module {
+        path: path.to_string(),
+        bias,
+        text: start..start + len,
+        mapped: start..start + len,
         build_id: build_id.iter().map(|b| format!("{b:02x}")).collect(),
     })
 }

@@ -83,7 +83,10 @@ pub fn describe(segment: &Segment) -> Described {
 /// One recorded process image.
 pub struct Process {
     pub pid: i32,
-    segment: Arc<Segment>,
+    /// The runtime's segment (none for a process only the kernel samples).
+    segment: Option<Arc<Segment>>,
+    ppid: i32,
+    start_ns: u64,
     described: Described,
     profile: Option<Profile>,
     modules: Vec<Module>,
@@ -103,10 +106,60 @@ pub struct Process {
 impl Process {
     /// Starts recording a process whose segment arrived.
     pub fn new(pid: i32, segment: Arc<Segment>) -> Process {
+        let h = segment.header();
+        let (ppid, start_ns) = (h.ppid, h.start_ns);
+        Process {
+            described: describe(&segment),
+            segment: Some(segment),
+            ..Process::bare(pid, ppid, start_ns)
+        }
+    }
+
+    /// Starts recording a process only the kernel samples (no runtime in
+    /// it), first seen at `start_ns`; described from `/proc` while it runs.
+    pub fn kernel_only(pid: i32, start_ns: u64) -> Process {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // Fields after the command (which may hold spaces): state, ppid.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse().ok())
+            .unwrap_or(0);
+        let args: Vec<String> = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .unwrap_or_default()
+            .split(|&b| b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut p = Process::bare(pid, ppid, start_ns);
+        p.described = Described {
+            exe,
+            args,
+            env: Vec::new(),
+            db_name: PathBuf::from(format!("{}/{pid}.db", strobe_core::output_path::hostname())),
+            start_unix_ns: strobe_core::clock::ClockSnapshot::take()
+                .monotonic_to_realtime(start_ns),
+            warnings: Vec::new(),
+        };
+        p
+    }
+
+    fn bare(pid: i32, ppid: i32, start_ns: u64) -> Process {
         Process {
             pid,
-            described: describe(&segment),
-            segment,
+            segment: None,
+            ppid,
+            start_ns,
+            described: Described {
+                exe: String::new(),
+                args: Vec::new(),
+                env: Vec::new(),
+                db_name: PathBuf::from(format!("{pid}.db")),
+                start_unix_ns: 0,
+                warnings: Vec::new(),
+            },
             profile: None,
             modules: Vec::new(),
             strings: HashMap::new(),
@@ -126,12 +179,11 @@ impl Process {
 
     fn profile(&mut self, options: &Options) -> Option<&mut Profile> {
         if self.profile.is_none() {
-            let h = self.segment.header();
             let process = ProcessInfo {
                 pid: self.pid as u32,
-                ppid: h.ppid as u32,
-                init_ns: h.start_ns,
-                start_ns: h.start_ns,
+                ppid: self.ppid as u32,
+                init_ns: self.start_ns,
+                start_ns: self.start_ns,
                 start_unix_ns: self.described.start_unix_ns,
                 command: self.command(),
                 environment: self.described.env.clone(),
@@ -191,6 +243,7 @@ impl Process {
                     }
                     self.modules = modules;
                 }
+                Source::Kernel => {}
             }
         }
         for (t, r) in self.totals.iter_mut().zip(batch.retired) {
@@ -207,6 +260,23 @@ impl Process {
         }
     }
 
+    /// Records one sample the kernel took, unwound against `modules`.
+    pub fn kernel_sample(
+        &mut self,
+        sample: &strobe_sampler::Sample<'_>,
+        modules: &[Module],
+        options: &Options,
+    ) {
+        self.totals[0] += 1;
+        if !sample.complete {
+            self.totals[4] += 1;
+        }
+        if let Some(profile) = self.profile(options) {
+            let r = profile.sample(sample, modules);
+            profile.note(r);
+        }
+    }
+
     /// Looks up, in the running process's memory map, code addresses of
     /// `frames` that no announced module holds (a library `dlopen`ed since
     /// the runtime last looked).
@@ -214,7 +284,10 @@ impl Process {
         for (i, &pc) in frames.iter().enumerate() {
             let at = if i == 0 { pc } else { pc.saturating_sub(1) };
             if self.modules.iter().any(|m| m.text.contains(&at))
-                || self.segment.header().state.load(Ordering::Acquire) != state::RUNNING
+                || self
+                    .segment
+                    .as_ref()
+                    .is_some_and(|s| s.header().state.load(Ordering::Acquire) != state::RUNNING)
                 || !self.looked_up.insert(at >> 12)
             {
                 continue;
@@ -325,22 +398,23 @@ impl Process {
     /// Whether the process replaced its image and that image is the one
     /// `pid` now runs under a new segment.
     pub fn replaced_by_exec(&self) -> bool {
-        self.segment.header().state.load(Ordering::Acquire) == state::EXEC
+        self.segment
+            .as_ref()
+            .is_some_and(|s| s.header().state.load(Ordering::Acquire) == state::EXEC)
     }
 
-    /// Totals and notes; closes or removes the database. Returns the
-    /// database path (if one is kept) and the notes for the run summary.
-    /// The collector thread copied the rings for the last time before.
-    pub fn finish(mut self, options: &Options, superseded: bool) -> (Option<PathBuf>, Vec<String>) {
+    /// The runtime's end-of-run figures: exec note, exhausted slots,
+    /// dropped events and waits (returned), counters of slots still held.
+    fn runtime_totals(&mut self, segment: &Segment, superseded: bool) -> (u64, u64, u64) {
         if !superseded && self.replaced_by_exec() {
-            let (target, reason) = self.segment.exec_note();
+            let (target, reason) = segment.exec_note();
             let target = String::from_utf8_lossy(&target).into_owned();
             self.notes.push(format!(
                 "not profiled: it ran {target}: {}",
                 exec_reason::describe(reason)
             ));
         }
-        let h = self.segment.header();
+        let h = segment.header();
         let exhausted = h.slots_exhausted.load(Ordering::Relaxed);
         let dropped = h.events_dropped.load(Ordering::Relaxed);
         let waits = h.event_waits.load(Ordering::Relaxed);
@@ -348,7 +422,7 @@ impl Process {
         if exhausted > 0 {
             self.notes.push(format!(
                 "{exhausted} threads were not profiled: more than {} threads were alive at once",
-                self.segment.layout().slots
+                segment.layout().slots
             ));
         }
         if dropped > 0 {
@@ -356,16 +430,23 @@ impl Process {
                 "{dropped} region/marker/tracing records were dropped"
             ));
         }
-        for i in 0..self.segment.slots_in_use() {
-            if self.segment.slot(i).state.load(Ordering::Acquire) != slot_state::FREE {
-                for (t, c) in self
-                    .totals
-                    .iter_mut()
-                    .zip(sample_counters(&self.segment, i))
-                {
+        for i in 0..segment.slots_in_use() {
+            if segment.slot(i).state.load(Ordering::Acquire) != slot_state::FREE {
+                for (t, c) in self.totals.iter_mut().zip(sample_counters(segment, i)) {
                     *t += c;
                 }
             }
+        }
+        (dropped, waits, wait_ns)
+    }
+
+    /// Totals and notes; closes or removes the database. Returns the
+    /// database path (if one is kept) and the notes for the run summary.
+    /// The collector thread copied the rings for the last time before.
+    pub fn finish(mut self, options: &Options, superseded: bool) -> (Option<PathBuf>, Vec<String>) {
+        let (mut dropped, mut waits, mut wait_ns) = (0, 0, 0);
+        if let Some(segment) = self.segment.clone() {
+            (dropped, waits, wait_ns) = self.runtime_totals(&segment, superseded);
         }
         for w in self.described.warnings.clone() {
             self.notes.push(w);

@@ -32,6 +32,8 @@ pub enum Source {
     Events,
     /// A sample ring.
     Samples,
+    /// A kernel sampling ring (a whole perf record).
+    Kernel,
 }
 
 /// Records copied out of one process's rings, in the order they must be
@@ -65,6 +67,14 @@ impl Batch {
         self.bytes.len() + self.records.len() * std::mem::size_of::<(Source, i32, usize, usize)>()
     }
 
+    /// Adds one record of a kernel sampling ring.
+    pub fn push_kernel(&mut self, record: &[u8]) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(record);
+        self.records
+            .push((Source::Kernel, 0, start..self.bytes.len()));
+    }
+
     /// Copies every record of `ring`; `each` may rewrite the copy.
     fn copy(&mut self, ring: &ShmRing, source: Source, tid: i32, mut each: impl FnMut(&mut [u8])) {
         let drained = ring.drain(|payload| {
@@ -78,7 +88,7 @@ impl Batch {
                 "thread {tid}: a corrupt {} record was skipped",
                 match source {
                     Source::Events => "event",
-                    Source::Samples => "sample",
+                    Source::Samples | Source::Kernel => "sample",
                 }
             ));
         }

@@ -163,6 +163,10 @@ settings! {
     FlushInterval = "flush_interval", Output, Kind::Duration, Text("1s");
     /// Take call-stack samples.
     UseSampling = "use_sampling", Sampling, Kind::Bool, Text("true");
+    /// Sampling backend: 'signal' = timers and a signal handler in the program; 'kernel' = perf events sampled by the kernel (CPU time, every thread and child), unwound by the collector; 'auto' = signal, and kernel for programs nothing can be preloaded into (static, setuid).
+    Sampler = "sampler", Sampling, Kind::Enum(&["auto", "signal", "kernel"]), Text("auto");
+    /// Bytes of user stack the kernel copies with each sample (kernel backend); deeper stacks are cut.
+    SamplingStackBytes = "sampling_stack_bytes", Sampling, Kind::Int { min: 1024, max: 65528 }, Text("16384");
     /// Samples per second per thread for every timer unless a timer overrides it. CPU-time timers are capped by the kernel tick (often 250 Hz).
     SamplingFreq = "sampling_freq", Sampling, FREQ, Text("250");
     /// Time after start-up before the timers start.

@@ -1,0 +1,290 @@
+//! The kernel's sampling interface: `perf_event_open` software clock
+//! events that copy the user registers and the top of the user stack of
+//! the interrupted thread into a ring buffer the collector maps.
+//!
+//! Owns the event attributes, opening one event per CPU, the mapped rings
+//! and reading whole records out of them. Never interprets a record (see
+//! [`super::records`]) and never runs in the profiled program.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+
+/// `perf_event_attr` (the kernel's layout up to `sig_data`, 128 bytes).
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+struct Attr {
+    kind: u32,
+    size: u32,
+    config: u64,
+    sample_period_or_freq: u64,
+    sample_type: u64,
+    read_format: u64,
+    flags: u64,
+    wakeup_events: u32,
+    bp_type: u32,
+    config1: u64,
+    config2: u64,
+    branch_sample_type: u64,
+    sample_regs_user: u64,
+    sample_stack_user: u32,
+    clockid: i32,
+    sample_regs_intr: u64,
+    aux_watermark: u32,
+    sample_max_stack: u16,
+    reserved_2: u16,
+    aux_sample_size: u32,
+    reserved_3: u32,
+    sig_data: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<Attr>() == 128);
+
+const PERF_TYPE_SOFTWARE: u32 = 1;
+/// `PERF_COUNT_SW_TASK_CLOCK`: CPU time of the monitored tasks.
+const TASK_CLOCK: u64 = 1;
+/// `PERF_FLAG_FD_CLOEXEC`.
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+
+/// Flag bits of `perf_event_attr`.
+mod bit {
+    pub const DISABLED: u64 = 1 << 0;
+    pub const INHERIT: u64 = 1 << 1;
+    pub const EXCLUDE_KERNEL: u64 = 1 << 5;
+    pub const EXCLUDE_HV: u64 = 1 << 6;
+    pub const MMAP: u64 = 1 << 8;
+    pub const COMM: u64 = 1 << 9;
+    pub const FREQ: u64 = 1 << 10;
+    pub const ENABLE_ON_EXEC: u64 = 1 << 12;
+    pub const TASK: u64 = 1 << 13;
+    pub const SAMPLE_ID_ALL: u64 = 1 << 18;
+    pub const MMAP2: u64 = 1 << 23;
+    pub const USE_CLOCKID: u64 = 1 << 25;
+}
+
+/// `sample_type` bits: what each sample record holds, in this order.
+pub mod sample {
+    pub const IP: u64 = 1 << 0;
+    pub const TID: u64 = 1 << 1;
+    pub const TIME: u64 = 1 << 2;
+    pub const PERIOD: u64 = 1 << 8;
+    pub const REGS_USER: u64 = 1 << 12;
+    pub const STACK_USER: u64 = 1 << 13;
+}
+
+/// The user registers copied with each sample (x86-64 `perf_regs` bits
+/// BP = 6, SP = 7, IP = 8), in this order in the record.
+pub const REGS_MASK: u64 = (1 << 6) | (1 << 7) | (1 << 8);
+
+/// One sampling event per CPU for the calling thread and every task it
+/// starts afterwards (`inherit`), enabled when the task that inherits it
+/// calls `exec` (so the launcher itself is never sampled).
+pub struct Events {
+    rings: Vec<Ring>,
+}
+
+impl Events {
+    /// Opens the events: CPU time (`task-clock`) at `freq_hz`, user space
+    /// only, `stack_bytes` of user stack per sample. Errors name the
+    /// setting that forbids it.
+    pub fn for_children(freq_hz: u64, stack_bytes: u32, ring_pages: usize) -> io::Result<Events> {
+        let attr = Attr {
+            kind: PERF_TYPE_SOFTWARE,
+            size: std::mem::size_of::<Attr>() as u32,
+            config: TASK_CLOCK,
+            sample_period_or_freq: freq_hz,
+            sample_type: sample::IP
+                | sample::TID
+                | sample::TIME
+                | sample::PERIOD
+                | sample::REGS_USER
+                | sample::STACK_USER,
+            flags: bit::DISABLED
+                | bit::INHERIT
+                | bit::EXCLUDE_KERNEL
+                | bit::EXCLUDE_HV
+                | bit::MMAP
+                | bit::MMAP2
+                | bit::COMM
+                | bit::TASK
+                | bit::FREQ
+                | bit::ENABLE_ON_EXEC
+                | bit::SAMPLE_ID_ALL
+                | bit::USE_CLOCKID,
+            sample_regs_user: REGS_MASK,
+            sample_stack_user: stack_bytes,
+            clockid: libc::CLOCK_MONOTONIC,
+            ..Attr::default()
+        };
+        // SAFETY: sysconf has no preconditions.
+        let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as i32;
+        let mut rings = Vec::new();
+        for cpu in 0..cpus {
+            // SAFETY: perf_event_open with a valid attribute block.
+            let fd = unsafe {
+                libc::syscall(
+                    libc::SYS_perf_event_open,
+                    &attr as *const Attr,
+                    0,
+                    cpu,
+                    -1,
+                    PERF_FLAG_FD_CLOEXEC,
+                )
+            } as i32;
+            if fd < 0 {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::ENODEV) || e.raw_os_error() == Some(libc::EINVAL)
+                {
+                    // An offline CPU.
+                    continue;
+                }
+                return Err(explain(e));
+            }
+            // SAFETY: a descriptor the kernel just returned.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            rings.push(Ring::map(fd, ring_pages)?);
+        }
+        if rings.is_empty() {
+            return Err(io::Error::other("no CPU accepted a sampling event"));
+        }
+        Ok(Events { rings })
+    }
+
+    /// The rings, one per CPU.
+    pub fn rings(&mut self) -> &mut [Ring] {
+        &mut self.rings
+    }
+}
+
+/// An error of `perf_event_open` with what to do about it.
+fn explain(e: io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => {
+            let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|_| "?".into());
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "the kernel refuses sampling events ({e}); kernel.perf_event_paranoid is \
+                     {paranoid}: set it to 2 or lower (`sysctl kernel.perf_event_paranoid=2`) \
+                     or run with CAP_PERFMON"
+                ),
+            )
+        }
+        Some(libc::ENOSYS) | Some(libc::ENOENT) => io::Error::new(
+            e.kind(),
+            format!("this kernel has no perf events ({e}): kernel sampling is unavailable"),
+        ),
+        _ => e,
+    }
+}
+
+/// One mapped ring buffer.
+pub struct Ring {
+    fd: OwnedFd,
+    base: *mut u8,
+    len: usize,
+    data: *const u8,
+    data_size: u64,
+    /// A record that wrapped around the end, reassembled.
+    scratch: Vec<u8>,
+}
+
+// SAFETY: the mapping is owned by this value and only read through `&mut`.
+unsafe impl Send for Ring {}
+
+const HEAD: usize = 1024;
+const TAIL: usize = 1032;
+
+impl Ring {
+    fn map(fd: OwnedFd, pages: usize) -> io::Result<Ring> {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let pages = pages.next_power_of_two();
+        let len = page * (1 + pages);
+        // SAFETY: mapping the event's ring as the perf ABI describes.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let base = base as *mut u8;
+        Ok(Ring {
+            fd,
+            base,
+            len,
+            // SAFETY: the data area follows the first page.
+            data: unsafe { base.add(page) },
+            data_size: (page * pages) as u64,
+            scratch: Vec::new(),
+        })
+    }
+
+    fn word(&self, offset: usize) -> &AtomicU64 {
+        // SAFETY: `offset` is one of the metadata page's 8-aligned fields.
+        unsafe { &*(self.base.add(offset) as *const AtomicU64) }
+    }
+
+    /// Calls `f` with every complete record (header included) and frees
+    /// the space. Returns how many records there were.
+    pub fn drain(&mut self, mut f: impl FnMut(&[u8])) -> usize {
+        let head = self.word(HEAD).load(Ordering::Acquire);
+        let mut tail = self.word(TAIL).load(Ordering::Relaxed);
+        let mut records = 0;
+        while head.wrapping_sub(tail) >= 8 {
+            let at = (tail % self.data_size) as usize;
+            let mut header = [0u8; 8];
+            self.copy_out(at, &mut header);
+            let size = u16::from_ne_bytes([header[6], header[7]]) as u64;
+            if size < 8 || head.wrapping_sub(tail) < size {
+                break;
+            }
+            let end = at + size as usize;
+            if end <= self.data_size as usize {
+                // SAFETY: the record lies inside the data area.
+                f(unsafe { std::slice::from_raw_parts(self.data.add(at), size as usize) });
+            } else {
+                let mut scratch = std::mem::take(&mut self.scratch);
+                scratch.resize(size as usize, 0);
+                self.copy_out(at, &mut scratch);
+                f(&scratch);
+                self.scratch = scratch;
+            }
+            tail += size;
+            records += 1;
+        }
+        fence(Ordering::Release);
+        self.word(TAIL).store(tail, Ordering::Release);
+        records
+    }
+
+    /// Copies `out.len()` bytes from data offset `at`, wrapping.
+    fn copy_out(&self, at: usize, out: &mut [u8]) {
+        let size = self.data_size as usize;
+        for (i, b) in out.iter_mut().enumerate() {
+            // SAFETY: the index is reduced modulo the data area's size.
+            *b = unsafe { *self.data.add((at + i) % size) };
+        }
+    }
+
+    /// The event's descriptor (to poll).
+    pub fn raw_fd(&self) -> i32 {
+        self.fd.as_raw_fd()
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping this value owns.
+        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
+    }
+}

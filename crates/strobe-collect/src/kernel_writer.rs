@@ -1,0 +1,128 @@
+//! Recording the kernel's samples, on the writer thread.
+//!
+//! Owns, per process the kernel samples: its unwinder (modules from
+//! `/proc/PID/maps` at its first sample and from mapping records after),
+//! the process image the samples go to (the runtime's, when the runtime is
+//! in the process and its own sampler is off, else one of its own that
+//! ends when the kernel says the process exited or exec'd), and the count
+//! of records the kernel dropped. Never samples a thread twice: in `auto`
+//! mode the samples of a process that has the runtime are left out.
+
+use crate::kernel::records::{decode, Record};
+use crate::kernel::unwind::ProcessUnwinder;
+use crate::process::Process;
+use crate::tap::{Batch, Source};
+use crate::Options;
+use std::collections::HashMap;
+use strobe_sampler::{Sample, TimerClock};
+
+/// The writer's kernel-sampling state.
+#[derive(Default)]
+pub struct KernelWriter {
+    unwinders: HashMap<i32, ProcessUnwinder>,
+    /// Processes with no runtime, by pid.
+    own: HashMap<i32, Process>,
+    /// Processes with the runtime: pid → the writer's image id.
+    runtime: HashMap<i32, u64>,
+    lost: u64,
+}
+
+impl KernelWriter {
+    /// The runtime of `pid` connected as image `id`.
+    pub fn runtime_started(&mut self, pid: i32, id: u64) {
+        self.runtime.insert(pid, id);
+    }
+
+    /// Image `id` of the runtime ended.
+    pub fn runtime_ended(&mut self, id: u64) {
+        self.runtime.retain(|_, v| *v != id);
+    }
+
+    /// Records a batch of kernel records; returns the processes of its own
+    /// that ended (exit or exec) for the caller to finish.
+    pub fn apply(
+        &mut self,
+        batch: &Batch,
+        processes: &mut HashMap<u64, Process>,
+        options: &Options,
+    ) -> Vec<Process> {
+        let mut ended = Vec::new();
+        for (source, _, range) in &batch.records {
+            if *source != Source::Kernel {
+                continue;
+            }
+            match decode(&batch.bytes[range.clone()]) {
+                Some(Record::Sample(s)) => {
+                    let target = match self.runtime.get(&s.pid) {
+                        Some(id) if options.kernel_for_all => processes.get_mut(id),
+                        Some(_) => None,
+                        None => Some(
+                            self.own
+                                .entry(s.pid)
+                                .or_insert_with(|| Process::kernel_only(s.pid, s.time_ns)),
+                        ),
+                    };
+                    let Some(target) = target else {
+                        continue;
+                    };
+                    let unwinder = self
+                        .unwinders
+                        .entry(s.pid)
+                        .or_insert_with(|| ProcessUnwinder::for_process(s.pid));
+                    let (frames, complete) =
+                        unwinder.unwind(s.ip, s.sp, s.bp, s.stack, options.max_depth);
+                    let sample = Sample {
+                        tid: s.tid,
+                        timestamp_ns: s.time_ns,
+                        cpu_time_ns: 0,
+                        peak_rss_kb: 0,
+                        clock: TimerClock::ThreadCpu,
+                        complete,
+                        overruns: 0,
+                        frames: &frames,
+                    };
+                    target.kernel_sample(&sample, &unwinder.modules, options);
+                }
+                Some(Record::Mmap {
+                    pid,
+                    start,
+                    len,
+                    offset,
+                    executable: true,
+                    path,
+                }) if path.starts_with('/') => {
+                    if let Some(m) = crate::maps::module_for_mapping(pid, start, offset, len, path)
+                    {
+                        self.unwinders
+                            .entry(pid)
+                            .or_insert_with(|| ProcessUnwinder::for_process(pid))
+                            .add(m);
+                    }
+                }
+                Some(Record::Lost { lost }) => self.lost += lost,
+                Some(Record::Task {
+                    pid,
+                    tid,
+                    exit: true,
+                    ..
+                }) if pid == tid => {
+                    self.unwinders.remove(&pid);
+                    ended.extend(self.own.remove(&pid));
+                }
+                Some(Record::Comm { pid, exec: true }) => {
+                    // A new image: new modules, a new database.
+                    self.unwinders.insert(pid, ProcessUnwinder::empty());
+                    ended.extend(self.own.remove(&pid));
+                }
+                _ => {}
+            }
+        }
+        ended
+    }
+
+    /// The processes of its own still open, and the records the kernel
+    /// dropped, at the end of the run.
+    pub fn finish(self) -> (Vec<Process>, u64) {
+        (self.own.into_values().collect(), self.lost)
+    }
+}
