@@ -33,7 +33,7 @@ pub struct CollectForArgs {
 }
 
 /// The program name of `pid` (its first argument), for the run directory.
-fn program_name(pid: i32) -> String {
+pub fn program_name(pid: i32) -> String {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .ok()
         .and_then(|b| {

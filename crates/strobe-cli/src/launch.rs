@@ -38,7 +38,9 @@ extern "C" fn forward(signal: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mu
     }
 }
 
-fn install_forwarding() {
+/// Notes SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to strobe (see
+/// [`interrupted`]) and forwards them to the program, when there is one.
+pub fn install_forwarding() {
     for signal in FORWARDED {
         // SAFETY: sigaction is plain old data.
         let mut action: libc::sigaction = unsafe { std::mem::zeroed() };

@@ -54,9 +54,37 @@ pub struct SampleArgs {
     #[command(flatten)]
     flags: SettingFlags,
 
+    /// Attach to the running process PID instead of starting a program:
+    /// kernel sampling of all its threads (nothing is preloaded), until it
+    /// exits, Ctrl-C or `--duration`.
+    #[arg(long, value_name = "PID", conflicts_with = "command")]
+    pid: Option<i32>,
+
+    /// With `--pid`: stop after this long (`10s`, `500ms`, …); the process
+    /// keeps running.
+    #[arg(long, value_name = "DURATION", requires = "pid", value_parser = parse_duration)]
+    duration: Option<Duration>,
+
     /// The program to profile and its arguments (after `--`).
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    #[arg(last = true, required_unless_present = "pid", value_name = "COMMAND")]
     command: Vec<OsString>,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    strobe_core::duration::parse_duration_ns(text)
+        .map(Duration::from_nanos)
+        .map_err(|e| e.to_string())
+}
+
+impl SampleArgs {
+    /// What the run is named after: the command, or the attached process.
+    fn run_name(&self) -> String {
+        match (&self.command.first(), self.pid) {
+            (Some(c), _) => c.to_string_lossy().into_owned(),
+            (None, Some(pid)) => crate::collect_for::program_name(pid),
+            (None, None) => "profile".into(),
+        }
+    }
 }
 
 /// What a finished session produced.
@@ -99,7 +127,8 @@ pub fn run_sample(args: &SampleArgs, config: Option<&Path>) -> Result<i32> {
         formats.extend(["folded".to_string(), "svg".to_string()]);
     }
     if !formats.is_empty() && !databases.is_empty() {
-        let name = Path::new(&args.command[0]).file_name().map_or_else(
+        let run_name = args.run_name();
+        let name = Path::new(&run_name).file_name().map_or_else(
             || "profile".to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
@@ -243,6 +272,62 @@ pub fn collector_options(
     }
 }
 
+/// `strobe sample --pid PID`: kernel sampling of a running process until
+/// it ends, the user interrupts or `--duration` passes.
+fn attach(args: &SampleArgs, settings: &Settings, pid: i32) -> Result<Session> {
+    // SAFETY: pidfd_open with a pid and no flags.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+    if pidfd < 0 {
+        anyhow::bail!(
+            "cannot attach to process {pid}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    // SAFETY: a descriptor the kernel just returned.
+    let pidfd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(pidfd) };
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let output_dir = cwd.join(settings.path(Key::OutputDir).unwrap_or(Path::new(".")));
+    let hz = settings.float(Key::SamplingCputimeFreq).round().max(1.0) as u64;
+    let stack = settings.int(Key::SamplingStackBytes) as u32 & !7;
+    let events = strobe_collect::KernelEvents::for_process(pid, hz, stack, 256)
+        .with_context(|| format!("cannot sample process {pid}"))?;
+    let mut options = collector_options(settings, lazy_run_dir(output_dir, args.run_name()));
+    options.kernel_for_all = true;
+    let collector = strobe_collect::Collector::start(options)?;
+    collector.sample_kernel(events);
+    crate::launch::install_forwarding();
+    let started = std::time::Instant::now();
+    let mut wait = libc::pollfd {
+        fd: std::os::fd::AsRawFd::as_raw_fd(&pidfd),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one valid pollfd.
+        let ended = unsafe { libc::poll(&mut wait, 1, 50) } > 0;
+        let over = args.duration.is_some_and(|d| started.elapsed() >= d);
+        if ended || over || crate::launch::interrupted() {
+            break;
+        }
+    }
+    collector.program_done();
+    let report = wait_for_collector(collector);
+    for note in &report.notes {
+        eprintln!("strobe: {note}");
+    }
+    let mut databases = report.databases;
+    databases.sort();
+    let output_dir = databases
+        .first()
+        .and_then(|d| d.parent()?.parent().map(Path::to_path_buf))
+        .unwrap_or_default();
+    Ok(Session {
+        exit_code: 0,
+        databases,
+        output_dir,
+    })
+}
+
 /// Opens the kernel's sampling events for the program about to be
 /// started, when the `sampler` setting asks for them (`kernel`, or `auto`
 /// for a program nothing can be preloaded into). Must run on the thread
@@ -273,6 +358,9 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
     // Refuse an unknown export format before anything runs.
     for format in &args.formats {
         format.parse::<strobe_export::Format>()?;
+    }
+    if let Some(pid) = args.pid {
+        return attach(args, &settings, pid);
     }
     let runtime = runtime_lib::locate(settings.path(Key::Runtime))?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;

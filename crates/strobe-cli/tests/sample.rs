@@ -922,3 +922,52 @@ fn code_in_a_library_dlopened_after_the_last_thread_start_is_named() {
         all.iter().take(3).map(names).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn attaching_to_a_running_process_samples_it_and_leaves_it_running() {
+    let _turn = one_at_a_time();
+    let bin = built();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut target = Command::new(bin.join("spin")).arg("5").spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let pid = target.id().to_string();
+    let out = strobe(
+        &[
+            "sample",
+            "-q",
+            "--pid",
+            &pid,
+            "--duration",
+            "500ms",
+            "--output-dir",
+            tmp.path().to_str().unwrap(),
+        ],
+        &[],
+    );
+    let still_running = target.try_wait().unwrap().is_none();
+    let _ = target.kill();
+    let _ = target.wait();
+    let err = stderr(&out);
+    if err.contains("refuses sampling events") {
+        eprintln!("skipped: the kernel refuses sampling events here: {err}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(still_running, "the attached process did not survive strobe");
+    let dbs = databases(tmp.path());
+    assert_eq!(dbs.len(), 1, "{dbs:?}: {err}");
+    let n = samples(&dbs[0]).len();
+    // 0.5 s of a spinning thread at 250 Hz: about 125 samples.
+    assert!(n >= 80, "{n} samples in 0.5 s attached: {err}");
+}
+
+#[test]
+fn attaching_to_no_process_is_a_clear_error() {
+    let out = strobe(&["sample", "--pid", "999999999"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("cannot attach to process 999999999"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -81,6 +81,8 @@ pub const REGS_MASK: u64 = (1 << 6) | (1 << 7) | (1 << 8);
 /// calls `exec` (so the launcher itself is never sampled).
 pub struct Events {
     rings: Vec<Ring>,
+    /// Events of other threads that write into `rings` (kept open).
+    _others: Vec<OwnedFd>,
 }
 
 impl Events {
@@ -88,71 +90,138 @@ impl Events {
     /// only, `stack_bytes` of user stack per sample. Errors name the
     /// setting that forbids it.
     pub fn for_children(freq_hz: u64, stack_bytes: u32, ring_pages: usize) -> io::Result<Events> {
-        let attr = Attr {
-            kind: PERF_TYPE_SOFTWARE,
-            size: std::mem::size_of::<Attr>() as u32,
-            config: TASK_CLOCK,
-            sample_period_or_freq: freq_hz,
-            sample_type: sample::IP
-                | sample::TID
-                | sample::TIME
-                | sample::PERIOD
-                | sample::REGS_USER
-                | sample::STACK_USER,
-            flags: bit::DISABLED
-                | bit::INHERIT
-                | bit::EXCLUDE_KERNEL
-                | bit::EXCLUDE_HV
-                | bit::MMAP
-                | bit::MMAP2
-                | bit::COMM
-                | bit::TASK
-                | bit::FREQ
-                | bit::ENABLE_ON_EXEC
-                | bit::SAMPLE_ID_ALL
-                | bit::USE_CLOCKID,
-            sample_regs_user: REGS_MASK,
-            sample_stack_user: stack_bytes,
-            clockid: libc::CLOCK_MONOTONIC,
-            ..Attr::default()
-        };
-        // SAFETY: sysconf has no preconditions.
-        let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as i32;
+        let attr = attributes(freq_hz, stack_bytes, bit::DISABLED | bit::ENABLE_ON_EXEC);
         let mut rings = Vec::new();
-        for cpu in 0..cpus {
-            // SAFETY: perf_event_open with a valid attribute block.
-            let fd = unsafe {
-                libc::syscall(
-                    libc::SYS_perf_event_open,
-                    &attr as *const Attr,
-                    0,
-                    cpu,
-                    -1,
-                    PERF_FLAG_FD_CLOEXEC,
-                )
-            } as i32;
-            if fd < 0 {
-                let e = io::Error::last_os_error();
-                if e.raw_os_error() == Some(libc::ENODEV) || e.raw_os_error() == Some(libc::EINVAL)
-                {
-                    // An offline CPU.
-                    continue;
-                }
-                return Err(explain(e));
+        for cpu in 0..cpus() {
+            if let Some(fd) = open(&attr, 0, cpu)? {
+                rings.push(Ring::map(fd, ring_pages)?);
             }
-            // SAFETY: a descriptor the kernel just returned.
-            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-            rings.push(Ring::map(fd, ring_pages)?);
         }
         if rings.is_empty() {
             return Err(io::Error::other("no CPU accepted a sampling event"));
         }
-        Ok(Events { rings })
+        Ok(Events {
+            rings,
+            _others: Vec::new(),
+        })
+    }
+
+    /// Opens the events for every thread of the running process `pid`
+    /// (and what they start from now on), enabled at once: one ring per
+    /// CPU, the other threads' events writing into it.
+    pub fn for_process(
+        pid: i32,
+        freq_hz: u64,
+        stack_bytes: u32,
+        ring_pages: usize,
+    ) -> io::Result<Events> {
+        let attr = attributes(freq_hz, stack_bytes, 0);
+        let threads: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map_err(|e| io::Error::new(e.kind(), format!("process {pid}: {e}")))?
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect();
+        let mut rings = Vec::new();
+        let mut extra = Vec::new();
+        for cpu in 0..cpus() {
+            let mut ring: Option<Ring> = None;
+            for &tid in &threads {
+                let Some(fd) = open(&attr, tid, cpu)? else {
+                    continue;
+                };
+                match &ring {
+                    None => ring = Some(Ring::map(fd, ring_pages)?),
+                    Some(r) => {
+                        // SAFETY: redirecting this event's samples into the
+                        // CPU's ring (PERF_EVENT_IOC_SET_OUTPUT).
+                        if unsafe { libc::ioctl(fd.as_raw_fd(), SET_OUTPUT, r.fd.as_raw_fd()) } != 0
+                        {
+                            return Err(io::Error::last_os_error());
+                        }
+                        extra.push(fd);
+                    }
+                }
+            }
+            rings.extend(ring);
+        }
+        if rings.is_empty() {
+            return Err(io::Error::other(format!(
+                "process {pid} has no thread to sample"
+            )));
+        }
+        Ok(Events {
+            rings,
+            _others: extra,
+        })
     }
 
     /// The rings, one per CPU.
     pub fn rings(&mut self) -> &mut [Ring] {
         &mut self.rings
+    }
+}
+
+/// `PERF_EVENT_IOC_SET_OUTPUT`.
+const SET_OUTPUT: libc::c_ulong = 0x2405;
+
+/// The CPUs to open events on.
+fn cpus() -> i32 {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as i32
+}
+
+/// Opens one event for task `pid` (0 = the calling thread) on `cpu`;
+/// `None` for an offline CPU or a thread that just ended.
+fn open(attr: &Attr, pid: i32, cpu: i32) -> io::Result<Option<OwnedFd>> {
+    // SAFETY: perf_event_open with a valid attribute block.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr as *const Attr,
+            pid,
+            cpu,
+            -1,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    } as i32;
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENODEV) | Some(libc::ESRCH) => Ok(None),
+            _ => Err(explain(e)),
+        };
+    }
+    // SAFETY: a descriptor the kernel just returned.
+    Ok(Some(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+/// The sampling attributes with `extra` flags.
+fn attributes(freq_hz: u64, stack_bytes: u32, extra: u64) -> Attr {
+    Attr {
+        kind: PERF_TYPE_SOFTWARE,
+        size: std::mem::size_of::<Attr>() as u32,
+        config: TASK_CLOCK,
+        sample_period_or_freq: freq_hz,
+        sample_type: sample::IP
+            | sample::TID
+            | sample::TIME
+            | sample::PERIOD
+            | sample::REGS_USER
+            | sample::STACK_USER,
+        flags: extra
+            | bit::INHERIT
+            | bit::EXCLUDE_KERNEL
+            | bit::EXCLUDE_HV
+            | bit::MMAP
+            | bit::MMAP2
+            | bit::COMM
+            | bit::TASK
+            | bit::FREQ
+            | bit::SAMPLE_ID_ALL
+            | bit::USE_CLOCKID,
+        sample_regs_user: REGS_MASK,
+        sample_stack_user: stack_bytes,
+        clockid: libc::CLOCK_MONOTONIC,
+        ..Attr::default()
     }
 }
 
