@@ -1,9 +1,12 @@
 /* A parent that starts a child and leaves at once (or waits for it).
  *
- *   leave_child fork OUT        fork; the parent returns at once
+ *   leave_child fork OUT        fork; the parent returns at once, the child
+ *                               ends with exit() (atexit handlers run)
  *   leave_child spawn OUT       posix_spawn(self child OUT) with
  *                               LEAVE_CHILD_SLOW_MS=300 (libslowstart delays
  *                               the child's start-up); returns at once
+ *   leave_child popen OUT       popen("exec SELF child OUT") and return at
+ *                               once, without pclose
  *   leave_child spawn_wait EXE OUT
  *                               posix_spawn(EXE child OUT) and wait for it
  *   leave_child child OUT       what the child does: let the parent end,
@@ -76,11 +79,19 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "fork") == 0) {
         pid_t pid = fork();
         if (pid < 0) return 3;
-        if (pid == 0) _exit(child(argv[2]));
+        if (pid == 0) exit(child(argv[2]));
         return 0;
     }
     if (argc == 3 && strcmp(argv[1], "spawn") == 0) return spawn("/proc/self/exe", argv[2], 0);
+    if (argc == 3 && strcmp(argv[1], "popen") == 0) {
+        char self[4096], command[8300];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n <= 0) return 3;
+        self[n] = 0;
+        snprintf(command, sizeof command, "exec '%s' child '%s'", self, argv[2]);
+        return popen(command, "r") ? 0 : 3;
+    }
     if (argc == 4 && strcmp(argv[1], "spawn_wait") == 0) return spawn(argv[2], argv[3], 1);
-    fprintf(stderr, "usage: leave_child fork|spawn OUT | spawn_wait EXE OUT | child OUT | wait\n");
+    fprintf(stderr, "usage: leave_child fork|spawn|popen OUT | spawn_wait EXE OUT | child OUT | wait\n");
     return 2;
 }

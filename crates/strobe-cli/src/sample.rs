@@ -269,6 +269,13 @@ pub fn collector_options(
         poll_interval: Duration::from_millis(5),
         max_depth: settings.int(Key::SamplingDepth) as usize,
         kernel_for_all: settings.text(Key::Sampler) == "kernel",
+        kernel_threads: (settings.text(Key::Sampler) == "auto"
+            && settings.bool(Key::UseSampling)
+            && settings.bool(Key::SamplingCputime))
+        .then(|| strobe_collect::KernelThreads {
+            freq_hz: settings.float(Key::SamplingCputimeFreq).round().max(1.0) as u64,
+            stack_bytes: settings.int(Key::SamplingStackBytes) as u32 & !7,
+        }),
     }
 }
 

@@ -361,6 +361,7 @@ fn a_program_killed_with_sigkill_keeps_everything_but_the_last_flush_interval() 
     let bin = built();
     let out = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_strobe"))
+        .env("STROBE_RUNTIME", fresh_runtime())
         .args([
             "sample",
             "-q",
@@ -715,7 +716,7 @@ fn child_pid(file: &Path) -> i32 {
 fn a_child_that_outlives_its_parent_is_waited_for_and_profiled() {
     let _turn = one_at_a_time();
     let bin = built();
-    for how in ["fork", "spawn"] {
+    for how in ["fork", "spawn", "popen"] {
         let tmp = tempfile::tempdir().unwrap();
         let done = tmp.path().join("done.txt");
         let out = sample_in(
@@ -825,51 +826,52 @@ fn preloaded_without_strobe_sample_the_runtime_starts_its_own_collector() {
 }
 
 #[test]
-fn a_tool_plugin_from_strobe_tool_lib_receives_the_programs_samples() {
+fn a_tool_plugin_does_not_hang_a_forked_child_that_calls_exit() {
     let _turn = one_at_a_time();
     let bin = built();
     let tmp = tempfile::tempdir().unwrap();
-    let tool = tmp.path().join("libcount_records.so");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let status = Command::new("cc")
-        .args(["-shared", "-fPIC", "-O1", "-I"])
-        .arg(root.join("include"))
-        .arg(root.join("examples/tools/count_records.c"))
-        .arg("-o")
-        .arg(&tool)
-        .status()
-        .unwrap();
-    assert!(status.success(), "cc count_records.c");
+    let tool = count_records_tool(tmp.path());
+    // The parent returns at once; the forked child burns, then calls
+    // exit() and so the atexit handlers the parent registered: the tool is
+    // finalized in the process that loaded it only (a child that waited
+    // for the parent's callback threads would hang the run).
     let counts = tmp.path().join("counts.txt");
     let done = tmp.path().join("done.txt");
-    let out = strobe(
-        &[
-            "sample",
-            "-q",
-            "--output-dir",
-            tmp.path().to_str().unwrap(),
-            "--",
-            bin.join("leave_child").to_str().unwrap(),
-            "child",
-            done.to_str().unwrap(),
-        ],
-        &[
-            ("STROBE_TOOL_LIB", tool.to_str().unwrap()),
-            ("COUNT_RECORDS_OUTPUT", counts.to_str().unwrap()),
-        ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strobe"));
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("STROBE_") {
+            cmd.env_remove(k);
+        }
+    }
+    let mut run = cmd
+        .env("STROBE_RUNTIME", fresh_runtime())
+        .env("STROBE_TOOL_LIB", &tool)
+        .env("COUNT_RECORDS_OUTPUT", &counts)
+        .args(["sample", "-q", "--output-dir"])
+        .arg(tmp.path())
+        .arg("--")
+        .arg(bin.join("leave_child"))
+        .arg("fork")
+        .arg(&done)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = run.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = run.kill();
+            panic!("hung: strobe sample with a tool plugin and a forked child that calls exit()");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+    child_pid(&done);
     let text = std::fs::read_to_string(&counts)
-        .unwrap_or_else(|e| panic!("the tool wrote no counts ({e}); stderr: {}", stderr(&out)));
-    let samples: u64 = text
-        .lines()
-        .find_map(|l| l.strip_prefix("sample "))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0);
-    assert!(
-        samples >= 10,
-        "the tool counted {samples} samples of 0.2 s of CPU:\n{text}"
-    );
+        .unwrap_or_else(|e| panic!("the tool wrote no counts ({e})"));
+    assert!(text.contains("callbacks"), "{text}");
 }
 
 #[test]
@@ -970,4 +972,58 @@ fn attaching_to_no_process_is_a_clear_error() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn a_tool_plugin_from_strobe_tool_lib_receives_the_programs_samples() {
+    let _turn = one_at_a_time();
+    let bin = built();
+    let tmp = tempfile::tempdir().unwrap();
+    let tool = count_records_tool(tmp.path());
+    let counts = tmp.path().join("counts.txt");
+    let done = tmp.path().join("done.txt");
+    let out = strobe(
+        &[
+            "sample",
+            "-q",
+            "--output-dir",
+            tmp.path().to_str().unwrap(),
+            "--",
+            bin.join("leave_child").to_str().unwrap(),
+            "child",
+            done.to_str().unwrap(),
+        ],
+        &[
+            ("STROBE_TOOL_LIB", tool.to_str().unwrap()),
+            ("COUNT_RECORDS_OUTPUT", counts.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&counts)
+        .unwrap_or_else(|e| panic!("the tool wrote no counts ({e}); stderr: {}", stderr(&out)));
+    let samples: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("sample "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    assert!(
+        samples >= 10,
+        "the tool counted {samples} samples of 0.2 s of CPU:\n{text}"
+    );
+}
+
+/// Builds the example tool `examples/tools/count_records.c` into `dir`.
+fn count_records_tool(dir: &Path) -> PathBuf {
+    let tool = dir.join("libcount_records.so");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-I"])
+        .arg(root.join("include"))
+        .arg(root.join("examples/tools/count_records.c"))
+        .arg("-o")
+        .arg(&tool)
+        .status()
+        .unwrap();
+    assert!(status.success(), "cc count_records.c");
+    tool
 }

@@ -24,6 +24,9 @@ pub struct KernelWriter {
     own: HashMap<i32, Process>,
     /// Processes with the runtime: pid → the writer's image id.
     runtime: HashMap<i32, u64>,
+    /// Threads of processes with the runtime that the kernel samples (the
+    /// in-program sampler cannot reach them).
+    threads: std::collections::HashSet<(i32, i32)>,
     lost: u64,
 }
 
@@ -31,6 +34,11 @@ impl KernelWriter {
     /// The runtime of `pid` connected as image `id`.
     pub fn runtime_started(&mut self, pid: i32, id: u64) {
         self.runtime.insert(pid, id);
+    }
+
+    /// The kernel samples thread `tid` of `pid`, which has the runtime.
+    pub fn thread_sampled(&mut self, pid: i32, tid: i32) {
+        self.threads.insert((pid, tid));
     }
 
     /// Image `id` of the runtime ended.
@@ -54,7 +62,11 @@ impl KernelWriter {
             match decode(&batch.bytes[range.clone()]) {
                 Some(Record::Sample(s)) => {
                     let target = match self.runtime.get(&s.pid) {
-                        Some(id) if options.kernel_for_all => processes.get_mut(id),
+                        Some(id)
+                            if options.kernel_for_all || self.threads.contains(&(s.pid, s.tid)) =>
+                        {
+                            processes.get_mut(id)
+                        }
                         Some(_) => None,
                         None => Some(
                             self.own

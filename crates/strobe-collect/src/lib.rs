@@ -87,6 +87,16 @@ pub struct Options {
     /// runtime's own sampler is off); otherwise only processes without it
     /// are sampled by the kernel.
     pub kernel_for_all: bool,
+    /// The kernel samples threads found blocking the sampling signal, at
+    /// this rate and stack size (`sampler = auto`); `None`: it does not.
+    pub kernel_threads: Option<KernelThreads>,
+}
+
+/// How the kernel samples single threads.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelThreads {
+    pub freq_hz: u64,
+    pub stack_bytes: u32,
 }
 
 /// The run's directory, made on first use: a run that records nothing
@@ -301,6 +311,8 @@ enum ToWriter {
     Ended { id: u64, superseded: bool },
     /// Records of the kernel's sampling rings.
     Kernel { batch: Batch },
+    /// The kernel samples thread `tid` of `pid` (which has the runtime).
+    KernelThread { pid: i32, tid: i32 },
 }
 
 /// The writer thread: records batches, finishes ended images and adds
@@ -315,6 +327,7 @@ fn write(shared: &Shared, from: mpsc::Receiver<ToWriter>) {
                 kernel.runtime_started(pid, id);
                 processes.insert(id, Process::new(pid, segment));
             }
+            ToWriter::KernelThread { pid, tid } => kernel.thread_sampled(pid, tid),
             ToWriter::Kernel { batch } => {
                 let weight = batch.weight();
                 for ended in kernel.apply(&batch, &mut processes, options) {
@@ -367,6 +380,9 @@ struct Taps<'a> {
     expected: Expected,
     to_writer: mpsc::Sender<ToWriter>,
     next_id: u64,
+    /// Kernel events of single threads the in-program sampler cannot
+    /// reach.
+    thread_events: Vec<KernelEvents>,
 }
 
 impl Taps<'_> {
@@ -374,10 +390,14 @@ impl Taps<'_> {
     /// copied.
     fn drain(&mut self, i: usize) -> usize {
         let mut batch = Batch::default();
-        let mut children = Vec::new();
-        self.taps[i].drain(&mut batch, &mut children);
+        let (mut children, mut blocking) = (Vec::new(), Vec::new());
+        self.taps[i].drain(&mut batch, &mut children, &mut blocking);
         for child in children {
             self.expected.announce(child);
+        }
+        for tid in blocking {
+            let pid = self.taps[i].pid;
+            batch.notes.push(self.sample_thread_by_kernel(pid, tid));
         }
         if batch.is_empty() {
             return 0;
@@ -387,6 +407,28 @@ impl Taps<'_> {
         let id = self.taps[i].id;
         let _ = self.to_writer.send(ToWriter::Records { id, batch });
         weight
+    }
+
+    /// A thread of `pid` blocks the sampling signal: the kernel samples it
+    /// from now on, if it can. Returns the note for the run summary.
+    fn sample_thread_by_kernel(&mut self, pid: i32, tid: i32) -> String {
+        let options = &self.shared.options;
+        let not_sampled =
+            format!("thread {tid} blocked the sampling signal: not sampled while it was blocked");
+        let Some(kernel) = options.kernel_threads else {
+            return not_sampled;
+        };
+        match KernelEvents::for_thread(tid, kernel.freq_hz, kernel.stack_bytes, 64) {
+            Ok(events) => {
+                self.thread_events.push(events);
+                let _ = self.to_writer.send(ToWriter::KernelThread { pid, tid });
+                format!(
+                    "thread {tid} blocked the sampling signal: sampled by the kernel from then on \
+                     (the first 50 ms were not sampled)"
+                )
+            }
+            Err(e) => format!("{not_sampled}; kernel sampling of it failed: {e}"),
+        }
     }
 
     /// Copies the kernel's sampling rings and sends what they held.
@@ -402,6 +444,15 @@ impl Taps<'_> {
             .queued
             .fetch_add(batch.weight(), Ordering::SeqCst);
         let _ = self.to_writer.send(ToWriter::Kernel { batch });
+    }
+
+    /// Copies the rings of the single-thread kernel events.
+    fn drain_thread_events(&mut self) {
+        let mut events = std::mem::take(&mut self.thread_events);
+        for e in &mut events {
+            self.drain_kernel(e);
+        }
+        self.thread_events = events;
     }
 
     /// Copies the rings a last time and ends image `i`.
@@ -498,6 +549,7 @@ fn run(listener: &listen::Listener, shared: &Shared) {
                 expected: Expected::default(),
                 to_writer,
                 next_id: 0,
+                thread_events: Vec::new(),
             },
         );
     });
@@ -579,6 +631,9 @@ fn follow(listener: &listen::Listener, t: &mut Taps<'_>) {
         if let Some(events) = kernel.as_mut().filter(|_| room) {
             t.drain_kernel(events);
         }
+        if room {
+            t.drain_thread_events();
+        }
         for i in 0..t.taps.len() {
             t.taps[i].control(options);
             if room && t.drain(i) > BURST_BYTES {
@@ -589,6 +644,9 @@ fn follow(listener: &listen::Listener, t: &mut Taps<'_>) {
         let mut i = 0;
         while i < t.taps.len() {
             if t.taps[i].exited || interrupted {
+                // The pid may be reused by a later child of the run.
+                let pid = t.taps[i].pid;
+                t.expected.connected.remove(&pid);
                 t.end(i, false);
             } else {
                 i += 1;
@@ -604,6 +662,7 @@ fn follow(listener: &listen::Listener, t: &mut Taps<'_>) {
             if let Some(events) = kernel.as_mut() {
                 t.drain_kernel(events);
             }
+            t.drain_thread_events();
             return;
         }
     }

@@ -39,9 +39,16 @@ fn parse(line: &str) -> Option<Mapping> {
     })
 }
 
-/// The first loadable segment's (virtual address, file offset) and the
-/// build id of the ELF file at `path`.
-fn elf_facts(path: &str) -> Option<((u64, u64), Vec<u8>)> {
+/// What a module's bias and identity come from.
+struct ElfFacts {
+    /// The loadable segments' (virtual address, file offset), in file
+    /// order.
+    loads: Vec<(u64, u64)>,
+    build_id: Vec<u8>,
+}
+
+/// The loadable segments and the build id of the ELF file at `path`.
+fn elf_facts(path: &str) -> Option<ElfFacts> {
     let mut file = std::fs::File::open(path).ok()?;
     let mut head = vec![0u8; 64 * 1024];
     let n = file.read(&mut head).ok()?;
@@ -54,7 +61,7 @@ fn elf_facts(path: &str) -> Option<((u64, u64), Vec<u8>)> {
     let u64_at = |i: usize| Some(u64::from_le_bytes(head.get(i..i + 8)?.try_into().ok()?));
     let phoff = u64_at(32)? as usize;
     let (phentsize, phnum) = (u16_at(54)? as usize, u16_at(56)? as usize);
-    let mut first_load = None;
+    let mut loads = Vec::new();
     let mut build_id = Vec::new();
     for i in 0..phnum {
         let ph = phoff + i * phentsize;
@@ -66,8 +73,8 @@ fn elf_facts(path: &str) -> Option<((u64, u64), Vec<u8>)> {
         );
         const PT_LOAD: u32 = 1;
         const PT_NOTE: u32 = 4;
-        if kind == PT_LOAD && first_load.is_none() {
-            first_load = Some((vaddr, offset));
+        if kind == PT_LOAD {
+            loads.push((vaddr, offset));
         }
         if kind == PT_NOTE && build_id.is_empty() {
             let notes = head
@@ -78,7 +85,7 @@ fn elf_facts(path: &str) -> Option<((u64, u64), Vec<u8>)> {
             }
         }
     }
-    Some((first_load?, build_id))
+    (!loads.is_empty()).then_some(ElfFacts { loads, build_id })
 }
 
 /// The mappings of process `pid`.
@@ -91,7 +98,8 @@ fn mappings(pid: i32) -> Vec<Mapping> {
 /// The module that executable mapping `hit` belongs to.
 fn module_of(mappings: &[Mapping], hit: &Mapping) -> Option<Module> {
     let same_file = || mappings.iter().filter(|m| m.path == hit.path);
-    let ((vaddr, offset), build_id) = elf_facts(&hit.path)?;
+    let ElfFacts { loads, build_id } = elf_facts(&hit.path)?;
+    let (vaddr, offset) = loads[0];
     // The mapping of the first loadable segment's file offset sits at
     // bias + its virtual address (both page-aligned in practice).
     let base = same_file().find(|m| m.offset == offset & !0xfff)?;
@@ -135,13 +143,11 @@ pub fn module_for_mapping(
     len: u64,
     path: &str,
 ) -> Option<Module> {
-    let ((vaddr, first_offset), build_id) = elf_facts(path)?;
-    // The segment holding `offset` was mapped at `start`; its virtual
-    // address is the first segment's plus the offset difference when the
-    // file's segments keep their file layout (as linkers produce them).
-    let bias = start
-        .wrapping_sub(offset & !0xfff)
-        .wrapping_sub((vaddr & !0xfff).wrapping_sub(first_offset & !0xfff));
+    let ElfFacts { loads, build_id } = elf_facts(path)?;
+    // The loadable segment that starts at this mapping's file offset was
+    // mapped at `start`.
+    let (vaddr, _) = *loads.iter().find(|(_, o)| o & !0xfff == offset & !0xfff)?;
+    let bias = start.wrapping_sub(vaddr & !0xfff);
     let _ = pid;
     Some(Module {
         path: path.to_string(),

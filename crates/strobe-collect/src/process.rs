@@ -97,6 +97,10 @@ pub struct Process {
     /// Pages of code in no announced module already looked up in
     /// `/proc/PID/maps` (each is looked up once).
     looked_up: std::collections::HashSet<u64>,
+    /// When `/proc/PID/maps` was last read (at most every 50 ms: code that
+    /// is in no file, such as a JIT's, must not make the writer read it
+    /// for every page).
+    maps_read_ns: u64,
     last_commit: u64,
     /// Counters of slots already freed: taken, lost (full), lost
     /// (nested), overruns, incomplete.
@@ -167,6 +171,7 @@ impl Process {
             thread_starts: HashMap::new(),
             notes: Vec::new(),
             looked_up: std::collections::HashSet::new(),
+            maps_read_ns: 0,
             last_commit: now_ns(),
             totals: [0; 5],
         }
@@ -288,10 +293,13 @@ impl Process {
                     .segment
                     .as_ref()
                     .is_some_and(|s| s.header().state.load(Ordering::Acquire) != state::RUNNING)
-                || !self.looked_up.insert(at >> 12)
+                || self.looked_up.contains(&(at >> 12))
+                || now_ns().saturating_sub(self.maps_read_ns) < 50_000_000
             {
                 continue;
             }
+            self.looked_up.insert(at >> 12);
+            self.maps_read_ns = now_ns();
             if let Some(m) = crate::maps::module_at(self.pid, at) {
                 self.modules.push(m);
             }

@@ -207,11 +207,13 @@ impl Tap {
     }
 
     /// Copies everything out of the rings into `batch`; children announced
-    /// to connect go to `children`. Slots of ended threads whose rings are
-    /// empty are freed.
-    pub fn drain(&mut self, batch: &mut Batch, children: &mut Vec<i32>) {
+    /// to connect go to `children`, threads found blocking the sampling
+    /// signal to `blocking`. Slots of ended threads whose rings are empty
+    /// are freed.
+    pub fn drain(&mut self, batch: &mut Batch, children: &mut Vec<i32>, blocking: &mut Vec<i32>) {
         let slots = self.segment.slots_in_use();
-        let anchor = self.segment.header().tsc_anchor;
+        let [ticks, ns] = self.segment.header().tsc_anchor;
+        let anchor = (ticks, ns);
         self.event_clock.resize(slots as usize, (anchor, 0));
         let now = strobe_core::clock::tsc_pair();
         for i in 0..slots {
@@ -247,9 +249,7 @@ impl Tap {
             });
             *copied = now;
             if blocked && self.blocked_reported.insert(tid) {
-                batch.notes.push(format!(
-                    "thread {tid} blocked the sampling signal: not sampled while it was blocked"
-                ));
+                blocking.push(tid);
             }
         }
         for i in 0..slots {

@@ -75,7 +75,9 @@ impl Errno {
 /// `target` (empty when unchanged) and will be profiled unless `reason`
 /// says otherwise.
 fn note_child(rt: &crate::state::Runtime, pid: libc::pid_t, reason: u32, target: &[u8]) {
-    let Some(slot) = crate::events::my_slot(rt) else {
+    // A thread without a slot yet (adopted, or started by a raw clone)
+    // gets one: an announcement must not be lost.
+    let Some(slot) = crate::threads::slot_of_current_thread(rt) else {
         return;
     };
     let mut bytes = pid.to_le_bytes().to_vec();
@@ -195,8 +197,56 @@ fn note_vfork_child_exec(target_and_reason: impl FnOnce() -> (Vec<u8>, u32)) {
         return;
     };
     let (target, reason) = target_and_reason();
+    // The suspended parent thread's slot only: claiming one from here would
+    // change the parent's state.
+    let Some(slot) = crate::events::my_slot(rt) else {
+        return;
+    };
     // SAFETY: getpid has no preconditions (the child's own pid).
-    note_child(rt, unsafe { libc::getpid() }, reason, &target);
+    let mut bytes = unsafe { libc::getpid() }.to_le_bytes().to_vec();
+    bytes.extend_from_slice(&target);
+    crate::events::emit(
+        rt,
+        slot,
+        strobe_core::shm::wire::event::CHILD,
+        reason,
+        0,
+        &bytes,
+    );
+}
+
+static REAL_POPEN: RealFn = RealFn::new(c"popen");
+
+/// Interposes `popen`: glibc starts the shell with an internal
+/// `posix_spawn` the wrappers do not see, and a caller may end without
+/// `pclose`; the children of this thread are announced from
+/// `/proc/thread-self/children`.
+///
+/// # Safety
+/// Same contract as `popen`.
+#[no_mangle]
+pub unsafe extern "C" fn popen(
+    command: *const libc::c_char,
+    mode: *const libc::c_char,
+) -> *mut libc::FILE {
+    let real_popen =
+        real!(REAL_POPEN as fn(*const libc::c_char, *const libc::c_char) -> *mut libc::FILE);
+    // SAFETY: forwarding the caller's arguments.
+    let stream = unsafe { real_popen(command, mode) };
+    if !stream.is_null() {
+        if let Some(rt) = crate::state::owned() {
+            let errno = Errno::save();
+            let _ = std::panic::catch_unwind(|| {
+                let children =
+                    std::fs::read_to_string("/proc/thread-self/children").unwrap_or_default();
+                for pid in children.split_whitespace().filter_map(|p| p.parse().ok()) {
+                    note_child(rt, pid, exec_reason::NONE, &[]);
+                }
+            });
+            errno.restore();
+        }
+    }
+    stream
 }
 
 /// Runs a `posix_spawn` variant (`spawn`, given where to put the child's

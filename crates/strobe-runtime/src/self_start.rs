@@ -24,6 +24,22 @@ use strobe_core::shm::config::{COLLECTOR_ENV, CONFIG_ENV};
 
 /// The variable naming the `strobe` executable to start.
 pub const STROBE_BIN_ENV: &str = "STROBE_BIN";
+/// Set in the collector's environment: a runtime loaded into it some other
+/// way (`/etc/ld.so.preload`, a wrapper) must not start another one.
+const NO_SELF_START: &str = "STROBE_INTERNAL_NO_SELF_START=1";
+
+/// Whether this process should start a collector for itself: the runtime
+/// was preloaded by name (not linked into a test binary, not loaded into a
+/// collector).
+pub fn wanted() -> bool {
+    let preloaded = std::env::var_os("LD_PRELOAD").is_some_and(|p| {
+        p.as_encoded_bytes()
+            .windows(14)
+            .any(|w| w == b"strobe_runtime")
+    });
+    let name = &NO_SELF_START[..NO_SELF_START.len() - 2];
+    preloaded && std::env::var_os(name).is_none()
+}
 /// How long the runtime waits for the collector's answer.
 const ANSWER_TIMEOUT_MS: i32 = 10_000;
 
@@ -103,13 +119,15 @@ pub fn start_collector() -> Result<(), String> {
         }
         i += 1;
     }
+    let marker = c(NO_SELF_START.as_bytes())?;
+    envp.push(marker.as_ptr());
     envp.push(std::ptr::null());
     let answer = spawn_and_read(&path, &argv, &envp)?;
     let text = String::from_utf8_lossy(&answer);
     let mut lines = text.lines();
     let (Some(address), Some(config)) = (lines.next(), lines.next()) else {
         return Err(format!(
-            "the collector ({}) did not answer; its messages are above",
+            "the collector ({}) did not answer (see the messages above, if any)",
             exe.display()
         ));
     };
@@ -136,6 +154,17 @@ fn spawn_and_read(
     }
     let [read_end, write_end] = pipe;
     let null = c"/dev/null";
+    // No signal may run the program's handlers in the copies before exec.
+    // SAFETY: sigset_t is plain old data; blocking every signal, keeping
+    // the old mask.
+    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid set pointers.
+    unsafe {
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+    }
     // SAFETY: a fork-like clone with no exit signal; the child only makes
     // system calls (no allocation, no lock) and ends with _exit.
     let intermediate = unsafe { libc::syscall(libc::SYS_clone, 0, 0, 0, 0, 0) } as libc::pid_t;
@@ -143,6 +172,8 @@ fn spawn_and_read(
         // SAFETY: the intermediate process: system calls only.
         unsafe { intermediate_process(path, argv, envp, write_end, null) };
     }
+    // SAFETY: restoring the mask saved above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
     // SAFETY: closing our copy of the writing end.
     unsafe { libc::close(write_end) };
     if intermediate < 0 {
@@ -228,9 +259,17 @@ unsafe fn intermediate_process(
                     libc::close(devnull);
                 }
             }
+            // Default dispositions (exec keeps ignored ones), then unblock.
+            let mut default: libc::sigaction = std::mem::zeroed();
+            default.sa_sigaction = libc::SIG_DFL;
+            for signal in 1..libc::SIGRTMAX() {
+                libc::sigaction(signal, &default, std::ptr::null_mut());
+            }
             let empty: libc::sigset_t = std::mem::zeroed();
             libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
             libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr());
+            let message = b"strobe: the runtime could not start its collector (exec failed)\n";
+            libc::write(2, message.as_ptr().cast(), message.len());
             libc::_exit(127)
         }
     }

@@ -66,6 +66,9 @@ fn arguments(argc: libc::c_int, argv: *const *const libc::c_char) -> Vec<Vec<u8>
 /// Decodes the configuration and hands a fresh segment to the collector.
 fn prepare(argc: libc::c_int, argv: *const *const libc::c_char) -> Option<Prepared> {
     if std::env::var_os(CONFIG_ENV).is_none() && std::env::var_os(COLLECTOR_ENV).is_none() {
+        if !crate::self_start::wanted() {
+            return None;
+        }
         // Preloaded without `strobe sample`: start a collector.
         if let Err(e) = crate::self_start::start_collector() {
             crate::log::emit(&format!("profiling is off for this process: {e}"));

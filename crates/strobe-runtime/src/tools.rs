@@ -11,12 +11,15 @@
 //! threads live in the program because that is its job. Never loads
 //! anything when the variable is unset or empty.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use strobe_buffer::record::{SampleRecord, XptiRecord};
 use strobe_sampler::{Sample, TimerClock};
 
 /// Whether a tool was loaded in this process image.
 static LOADED: AtomicBool = AtomicBool::new(false);
+/// The process that loaded them: a forked child inherits the `atexit`
+/// handler, but the callback threads its buffers wait for exist only here.
+static LOADED_BY: AtomicI32 = AtomicI32::new(0);
 
 /// Loads the tools named in `STROBE_TOOL_LIB` (problems are warnings on
 /// stderr naming the library).
@@ -33,6 +36,8 @@ pub fn load() {
         return;
     }
     LOADED.store(true, Ordering::SeqCst);
+    // SAFETY: getpid has no preconditions.
+    LOADED_BY.store(unsafe { libc::getpid() }, Ordering::SeqCst);
     strobe_sampler::set_sample_tap(Some(sample_to_tools));
     // SAFETY: registering a plain extern "C" function.
     unsafe { libc::atexit(finalize_at_exit) };
@@ -70,6 +75,10 @@ pub fn xpti_to_tools(record: &XptiRecord) {
 }
 
 extern "C" fn finalize_at_exit() {
+    // SAFETY: getpid has no preconditions.
+    if LOADED_BY.load(Ordering::SeqCst) != unsafe { libc::getpid() } {
+        return;
+    }
     let _ = std::panic::catch_unwind(|| {
         strobe_sampler::set_sample_tap(None);
         strobe_buffer::tool::finalize();
@@ -79,7 +88,7 @@ extern "C" fn finalize_at_exit() {
 /// In a forked child: the parent's contexts deliver through threads that
 /// do not exist here; they are forgotten (a tool may create new ones).
 pub fn after_fork_in_child() {
-    if LOADED.load(Ordering::SeqCst) {
+    if LOADED.swap(false, Ordering::SeqCst) {
         strobe_sampler::set_sample_tap(None);
         strobe_buffer::dispatch::forget_contexts_after_fork();
     }

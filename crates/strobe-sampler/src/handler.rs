@@ -117,10 +117,13 @@ impl ThreadSampler {
         let stack = stack.unwrap_or_default();
         self.stack_lo.store(stack.lo, Ordering::SeqCst);
         self.stack_hi.store(stack.hi, Ordering::SeqCst);
-        // A handler interrupted by fork (in the parent) left it set.
-        self.busy.store(false, Ordering::SeqCst);
         // SAFETY: no handler runs for this sampler (contract).
         unsafe {
+            // A handler interrupted by fork (in the parent) left the flag
+            // set and maybe the cache half-updated.
+            if self.busy.swap(false, Ordering::SeqCst) {
+                *self.cache.get() = NativeCache::new_in();
+            }
             *self.stack_maps.get() = maps;
             *self.target.get() = Some(target);
         }

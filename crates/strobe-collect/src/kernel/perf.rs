@@ -154,6 +154,24 @@ impl Events {
         })
     }
 
+    /// Opens the event for one thread, `tid`, enabled at once (a thread
+    /// the in-program sampler cannot reach).
+    pub fn for_thread(
+        tid: i32,
+        freq_hz: u64,
+        stack_bytes: u32,
+        ring_pages: usize,
+    ) -> io::Result<Events> {
+        let mut attr = attributes(freq_hz, stack_bytes, 0);
+        attr.flags &= !bit::INHERIT;
+        let fd = open(&attr, tid, -1)?
+            .ok_or_else(|| io::Error::other(format!("thread {tid} has ended")))?;
+        Ok(Events {
+            rings: vec![Ring::map(fd, ring_pages)?],
+            _others: Vec::new(),
+        })
+    }
+
     /// The rings, one per CPU.
     pub fn rings(&mut self) -> &mut [Ring] {
         &mut self.rings

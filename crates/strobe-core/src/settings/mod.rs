@@ -25,7 +25,7 @@ pub use suggest::nearest;
 pub use value::{Kind, Value};
 
 /// Environment variables that start with `STROBE_` but are not settings.
-pub const RESERVED_ENV_VARS: [&str; 2] = ["STROBE_CONFIG", "STROBE_RANK"];
+pub const RESERVED_ENV_VARS: [&str; 3] = ["STROBE_CONFIG", "STROBE_RANK", "STROBE_BIN"];
 
 /// Prefix of variables strobe sets for its own processes (not settings).
 pub const INTERNAL_ENV_PREFIX: &str = "STROBE_INTERNAL_";

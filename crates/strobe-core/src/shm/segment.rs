@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 /// `"strobeSG"`.
 pub const MAGIC: u64 = 0x4753_6562_6f72_7473;
 /// Layout version; the collector refuses any other.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Bytes of the header page area (header struct and process info).
 pub const HEADER_BYTES: usize = 64 * 1024;
 /// Bytes of process information the runtime can publish.
@@ -92,7 +92,7 @@ pub struct Header {
     /// A time-stamp counter reading and the `CLOCK_MONOTONIC` time it
     /// corresponds to, taken at creation: the collector's first anchor for
     /// converting the ticks of hot-path events.
-    pub tsc_anchor: (u64, u64),
+    pub tsc_anchor: [u64; 2],
     /// Written by the collector: whether the CPU-time (0) and real-time
     /// (1) samplers should take samples now (delays, durations, windows).
     pub sampling_on: [AtomicU32; 2],
@@ -266,7 +266,8 @@ impl Segment {
         h.pid = pid;
         h.ppid = ppid;
         h.start_ns = start_ns;
-        h.tsc_anchor = crate::clock::tsc_pair();
+        let (ticks, ns) = crate::clock::tsc_pair();
+        h.tsc_anchor = [ticks, ns];
         h.state.store(state::RUNNING, Ordering::Relaxed);
         h.magic = MAGIC;
         Ok((segment, owned))
