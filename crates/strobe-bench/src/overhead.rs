@@ -174,6 +174,23 @@ pub fn run(args: &OverheadArgs) -> Result<()> {
                 m.clone(),
             ],
         },
+        Config {
+            name: "strobe --sampler kernel, 1 kHz, 16 KiB stacks",
+            argv: vec![
+                s.clone(),
+                "sample".into(),
+                "-q".into(),
+                "--output-dir".into(),
+                out.clone(),
+                "--sampler".into(),
+                "kernel".into(),
+                "--sampling-freq".into(),
+                "1000".into(),
+                "--".into(),
+                prog.clone(),
+                m.clone(),
+            ],
+        },
     ];
     match (args.no_perf, perf_unavailable(dir.path())) {
         (true, _) => println!("perf: skipped (--no-perf)"),
@@ -190,6 +207,10 @@ pub fn run(args: &OverheadArgs) -> Result<()> {
                     vec!["-F", "250", "--call-graph", "dwarf"],
                 ),
                 ("perf record -g, 1 kHz", vec!["-F", "1000", "-g"]),
+                (
+                    "perf record --call-graph dwarf,16384, 1 kHz",
+                    vec!["-F", "1000", "--call-graph", "dwarf,16384"],
+                ),
             ] {
                 let mut argv: Vec<String> = vec![
                     "perf".into(),
