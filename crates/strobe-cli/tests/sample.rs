@@ -57,6 +57,7 @@ fn built() -> PathBuf {
         "stress",
         "regions",
         "leave_child",
+        "raw_clone",
     ] {
         let mut args = flags.to_vec();
         args.extend([
@@ -1026,4 +1027,36 @@ fn count_records_tool(dir: &Path) -> PathBuf {
         .unwrap();
     assert!(status.success(), "cc count_records.c");
     tool
+}
+
+#[test]
+fn the_kernel_sampler_sees_a_thread_made_by_a_raw_clone() {
+    let _turn = one_at_a_time();
+    let bin = built();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = sample_with(
+        tmp.path(),
+        &["--sampler", "kernel"],
+        &[bin.join("raw_clone").to_str().unwrap()],
+    );
+    let err = stderr(&out);
+    if err.contains("kernel sampling is off") {
+        eprintln!("skipped: the kernel refuses sampling events here: {err}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "both done\n");
+    let dbs = databases(tmp.path());
+    assert_eq!(dbs.len(), 1, "{err}");
+    let all = samples(&dbs[0]);
+    let mut per_tid: HashMap<i64, usize> = HashMap::new();
+    for s in &all {
+        *per_tid.entry(s.tid as i64).or_default() += 1;
+    }
+    let busy = per_tid.values().filter(|&&n| n >= 25).count();
+    assert_eq!(busy, 2, "samples per thread {per_tid:?}: {err}");
+    assert!(
+        all.iter().any(|s| names(s).iter().any(|n| n == "raw_work")),
+        "no stack in raw_work: {err}"
+    );
 }
