@@ -1051,7 +1051,7 @@ fn the_kernel_sampler_sees_a_thread_made_by_a_raw_clone() {
     let all = samples(&dbs[0]);
     let mut per_tid: HashMap<i64, usize> = HashMap::new();
     for s in &all {
-        *per_tid.entry(s.tid as i64).or_default() += 1;
+        *per_tid.entry(s.tid).or_default() += 1;
     }
     let busy = per_tid.values().filter(|&&n| n >= 25).count();
     assert_eq!(busy, 2, "samples per thread {per_tid:?}: {err}");
