@@ -58,6 +58,7 @@ fn built() -> PathBuf {
         "regions",
         "leave_child",
         "raw_clone",
+        "short_threads",
     ] {
         let mut args = flags.to_vec();
         args.extend([
@@ -1059,4 +1060,25 @@ fn the_kernel_sampler_sees_a_thread_made_by_a_raw_clone() {
         all.iter().any(|s| names(s).iter().any(|n| n == "raw_work")),
         "no stack in raw_work: {err}"
     );
+}
+
+#[test]
+fn threads_that_end_before_their_first_sample_are_counted() {
+    let _turn = one_at_a_time();
+    let bin = built();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = sample_in(tmp.path(), &[bin.join("short_threads").to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("threads ended before their first sample"))
+        .unwrap_or_else(|| panic!("no line counting unsampled threads: {err}"));
+    let n: u32 = line
+        .split("): ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {line:?}"));
+    // 100 threads of 2 ms each at 250 Hz: most end before 4 ms of CPU.
+    assert!(n >= 50, "{line}");
 }

@@ -97,6 +97,10 @@ pub struct Process {
     /// Pages of code in no announced module already looked up in
     /// `/proc/PID/maps` (each is looked up once).
     looked_up: std::collections::HashSet<u64>,
+    /// CPU time of every thread that ended, by tid.
+    ended_cpu: HashMap<i32, u64>,
+    /// Threads with at least one sample.
+    sampled: std::collections::HashSet<i32>,
     /// When `/proc/PID/maps` was last read (at most every 50 ms: code that
     /// is in no file, such as a JIT's, must not make the writer read it
     /// for every page).
@@ -172,6 +176,8 @@ impl Process {
             notes: Vec::new(),
             looked_up: std::collections::HashSet::new(),
             maps_read_ns: 0,
+            ended_cpu: HashMap::new(),
+            sampled: std::collections::HashSet::new(),
             last_commit: now_ns(),
             totals: [0; 5],
         }
@@ -241,6 +247,7 @@ impl Process {
                         continue;
                     };
                     self.find_unannounced_modules(sample.frames);
+                    self.sampled.insert(sample.tid);
                     let modules = std::mem::take(&mut self.modules);
                     if let Some(profile) = self.profile(options) {
                         let r = profile.sample(&sample, &modules);
@@ -273,6 +280,7 @@ impl Process {
         options: &Options,
     ) {
         self.totals[0] += 1;
+        self.sampled.insert(sample.tid);
         if !sample.complete {
             self.totals[4] += 1;
         }
@@ -316,9 +324,12 @@ impl Process {
                     p.note(r);
                 }
             }
-            event::THREAD_END => {
+            event::THREAD_END if bytes.len() >= 8 => {
+                let cpu_ns = u64::from_le_bytes(bytes[..8].try_into().unwrap_or_default());
+                self.ended_cpu.insert(tid, cpu_ns);
+                let name = String::from_utf8_lossy(&bytes[8..]);
                 if let Some(p) = &mut self.profile {
-                    let r = p.end_thread(tid, &text(), at);
+                    let r = p.end_thread(tid, &name, at);
                     p.note(r);
                 }
             }
@@ -458,6 +469,20 @@ impl Process {
         }
         for w in self.described.warnings.clone() {
             self.notes.push(w);
+        }
+        let unsampled: Vec<u64> = self
+            .ended_cpu
+            .iter()
+            .filter(|(tid, cpu)| **cpu > 0 && !self.sampled.contains(tid))
+            .map(|(_, cpu)| *cpu)
+            .collect();
+        if !unsampled.is_empty() {
+            self.notes.push(format!(
+                "{} threads ended before their first sample: {:.1} ms of CPU time not sampled \
+                 (`--sampler kernel` samples from the first nanosecond)",
+                unsampled.len(),
+                unsampled.iter().sum::<u64>() as f64 / 1e6
+            ));
         }
         let needs_file = !self.notes.is_empty();
         if needs_file {

@@ -142,8 +142,12 @@ pub fn on_thread_exit(rt: &Runtime) {
     if let Some(sampler) = &rt.sampler {
         sampler.unregister_current_thread();
     }
-    let name = thread_name();
-    emit(rt, slot, event::THREAD_END, 0, now_ns(), &name);
+    let mut bytes = strobe_core::clock::Clock::ThreadCpu
+        .read_ns()
+        .to_le_bytes()
+        .to_vec();
+    bytes.extend_from_slice(&thread_name());
+    emit(rt, slot, event::THREAD_END, 0, now_ns(), &bytes);
     crate::events::clear_my_slot();
     rt.segment.end_slot(slot);
 }

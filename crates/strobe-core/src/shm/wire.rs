@@ -64,7 +64,8 @@ pub fn decode_sample(payload: &[u8]) -> Option<SampleView<'_>> {
 pub mod event {
     /// The slot's thread started (`arg` unused).
     pub const THREAD_START: u16 = 1;
-    /// The slot's thread ended; bytes: its name.
+    /// The slot's thread ended; bytes: its CPU time in ns (u64 LE), then
+    /// its name.
     pub const THREAD_END: u16 = 2;
     /// The program named the slot's thread; bytes: the name.
     pub const THREAD_NAME: u16 = 3;
