@@ -4,14 +4,15 @@
 //!
 //! Each runtime hands over its process's shared segment and a pidfd
 //! ([`listen`]). Two threads share the work:
-//! * the collector thread copies every process's rings into batches
-//!   ([`tap`]): at once again while records keep arriving, every few
+//! * the collector thread ([`follow`]) copies every process's rings into
+//!   batches ([`tap`]): at once again while records keep arriving, every few
 //!   milliseconds when all is quiet. It also sets the samplers' on/off
 //!   flags from delays, durations and time windows, waits for children
 //!   their parents announced, and ends a process image when its pidfd says
 //!   it ended or when its pid shows up with a new segment after `exec`;
-//! * the writer thread decodes the batches into each process's database
-//!   ([`process`], [`profile`]) in the run directory.
+//! * the writer thread ([`writer`]) decodes the batches into each
+//!   process's database ([`process`], [`profile`]) in the run directory;
+//!   kernel samples are unwound there too ([`kernel`], [`kernel_writer`]).
 //!
 //! The producers therefore wait only for a copy, never for SQLite; at most
 //! [`QUEUE_LIMIT`] bytes wait for the writer (then the rings fill and
@@ -21,6 +22,7 @@
 //! Owns the two threads and the run's report. Never runs inside the
 //! profiled program.
 
+mod follow;
 mod kernel;
 mod kernel_writer;
 mod listen;
@@ -29,30 +31,20 @@ mod process;
 mod profile;
 mod tap;
 mod trace_types;
+mod writer;
 
-use process::Process;
-use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
-use strobe_core::shm::segment::Segment;
-use tap::{Batch, Tap};
 
 pub use kernel::perf::Events as KernelEvents;
 
 /// Bytes of copied records that may wait for the writer.
 pub const QUEUE_LIMIT: usize = 512 << 20;
-/// How long after a burst of records (more than [`BURST_BYTES`] in one
-/// pass) the collector keeps looking at [`BUSY_POLL`] intervals rather
-/// than the idle poll interval. Sampling alone never makes a burst.
-const BUSY_NS: u64 = 20_000_000;
-const BUSY_POLL: Duration = Duration::from_micros(100);
-const BURST_BYTES: usize = 16 << 10;
 use strobe_core::timewindow::TimeWindows;
 
 /// When one sampler's samples count, relative to each process's start.
@@ -229,7 +221,7 @@ impl Collector {
                 .name("strobe-collector".into())
                 .spawn(move || {
                     let _done = DoneOnDrop(&shared);
-                    run(&listener, &shared)
+                    follow::run(&listener, &shared)
                 })?
         };
         Ok(Collector {
@@ -295,377 +287,6 @@ impl Collector {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// What the collector thread tells the writer thread, in order.
-enum ToWriter {
-    /// A new process image (its segment arrived).
-    Started {
-        id: u64,
-        pid: i32,
-        segment: Arc<Segment>,
-    },
-    /// Records of image `id`.
-    Records { id: u64, batch: Batch },
-    /// Image `id` ended (`superseded`: its pid runs a new image).
-    Ended { id: u64, superseded: bool },
-    /// Records of the kernel's sampling rings.
-    Kernel { batch: Batch },
-    /// The kernel samples thread `tid` of `pid` (which has the runtime).
-    KernelThread { pid: i32, tid: i32 },
-}
-
-/// The writer thread: records batches, finishes ended images and adds
-/// their results to the report.
-fn write(shared: &Shared, from: mpsc::Receiver<ToWriter>) {
-    let options = &shared.options;
-    let mut processes: HashMap<u64, Process> = HashMap::new();
-    let mut kernel = kernel_writer::KernelWriter::default();
-    for message in from {
-        match message {
-            ToWriter::Started { id, pid, segment } => {
-                kernel.runtime_started(pid, id);
-                processes.insert(id, Process::new(pid, segment));
-            }
-            ToWriter::KernelThread { pid, tid } => kernel.thread_sampled(pid, tid),
-            ToWriter::Kernel { batch } => {
-                let weight = batch.weight();
-                for ended in kernel.apply(&batch, &mut processes, options) {
-                    report_finished(shared, ended, false);
-                }
-                shared.queued.fetch_sub(weight, Ordering::SeqCst);
-            }
-            ToWriter::Records { id, batch } => {
-                let weight = batch.weight();
-                if let Some(p) = processes.get_mut(&id) {
-                    p.apply(batch, options);
-                }
-                shared.queued.fetch_sub(weight, Ordering::SeqCst);
-            }
-            ToWriter::Ended { id, superseded } => {
-                kernel.runtime_ended(id);
-                if let Some(p) = processes.remove(&id) {
-                    report_finished(shared, p, superseded);
-                }
-            }
-        }
-    }
-    let (rest, lost) = kernel.finish();
-    for p in rest {
-        report_finished(shared, p, false);
-    }
-    if lost > 0 {
-        lock(&shared.report).notes.push(format!(
-            "the kernel dropped {lost} sample records (its rings were full)"
-        ));
-    }
-}
-
-/// Finishes `p` and adds its database and notes to the report.
-fn report_finished(shared: &Shared, p: Process, superseded: bool) {
-    let (pid, command) = (p.pid, p.command());
-    let (db, notes) = p.finish(&shared.options, superseded);
-    let mut report = lock(&shared.report);
-    report.databases.extend(db);
-    for n in notes {
-        report.notes.push(format!("pid {pid} ({command}): {n}"));
-    }
-}
-
-/// The collector thread's side of one run: the followed images and the
-/// way to the writer.
-struct Taps<'a> {
-    shared: &'a Shared,
-    taps: Vec<Tap>,
-    expected: Expected,
-    to_writer: mpsc::Sender<ToWriter>,
-    next_id: u64,
-    /// Kernel events of single threads the in-program sampler cannot
-    /// reach.
-    thread_events: Vec<KernelEvents>,
-}
-
-impl Taps<'_> {
-    /// Copies `tap`'s rings and sends what they held; returns the bytes
-    /// copied.
-    fn drain(&mut self, i: usize) -> usize {
-        let mut batch = Batch::default();
-        let (mut children, mut blocking) = (Vec::new(), Vec::new());
-        self.taps[i].drain(&mut batch, &mut children, &mut blocking);
-        for child in children {
-            self.expected.announce(child);
-        }
-        for tid in blocking {
-            let pid = self.taps[i].pid;
-            batch.notes.push(self.sample_thread_by_kernel(pid, tid));
-        }
-        if batch.is_empty() {
-            return 0;
-        }
-        let weight = batch.weight();
-        self.shared.queued.fetch_add(weight, Ordering::SeqCst);
-        let id = self.taps[i].id;
-        let _ = self.to_writer.send(ToWriter::Records { id, batch });
-        weight
-    }
-
-    /// A thread of `pid` blocks the sampling signal: the kernel samples it
-    /// from now on, if it can. Returns the note for the run summary.
-    fn sample_thread_by_kernel(&mut self, pid: i32, tid: i32) -> String {
-        let options = &self.shared.options;
-        let not_sampled =
-            format!("thread {tid} blocked the sampling signal: not sampled while it was blocked");
-        let Some(kernel) = options.kernel_threads else {
-            return not_sampled;
-        };
-        match KernelEvents::for_thread(tid, kernel.freq_hz, kernel.stack_bytes, 64) {
-            Ok(events) => {
-                self.thread_events.push(events);
-                let _ = self.to_writer.send(ToWriter::KernelThread { pid, tid });
-                format!(
-                    "thread {tid} blocked the sampling signal: sampled by the kernel from then on \
-                     (the first 50 ms were not sampled)"
-                )
-            }
-            Err(e) => format!("{not_sampled}; kernel sampling of it failed: {e}"),
-        }
-    }
-
-    /// Copies the kernel's sampling rings and sends what they held.
-    fn drain_kernel(&mut self, events: &mut KernelEvents) {
-        let mut batch = Batch::default();
-        for ring in events.rings() {
-            ring.drain(|record| batch.push_kernel(record));
-        }
-        if batch.is_empty() {
-            return;
-        }
-        self.shared
-            .queued
-            .fetch_add(batch.weight(), Ordering::SeqCst);
-        let _ = self.to_writer.send(ToWriter::Kernel { batch });
-    }
-
-    /// Copies the rings of the single-thread kernel events.
-    fn drain_thread_events(&mut self) {
-        let mut events = std::mem::take(&mut self.thread_events);
-        for e in &mut events {
-            self.drain_kernel(e);
-        }
-        self.thread_events = events;
-    }
-
-    /// Copies the rings a last time and ends image `i`.
-    fn end(&mut self, i: usize, superseded: bool) {
-        self.drain(i);
-        // Again: the first pass may have freed slots whose events came last.
-        self.drain(i);
-        let tap = self.taps.swap_remove(i);
-        let _ = self.to_writer.send(ToWriter::Ended {
-            id: tap.id,
-            superseded,
-        });
-    }
-
-    fn start(&mut self, h: listen::Handover) {
-        self.expected.connected(h.pid);
-        match Segment::open(&h.segment) {
-            Ok(segment) => {
-                // A new image of a pid we follow: the old one exec'd (the
-                // new image may have ended already too, which ends the
-                // pid's old image as well).
-                if let Some(i) = self.taps.iter().position(|t| t.pid == h.pid) {
-                    self.end(i, true);
-                }
-                let segment = Arc::new(segment);
-                self.next_id += 1;
-                let id = self.next_id;
-                let _ = self.to_writer.send(ToWriter::Started {
-                    id,
-                    pid: h.pid,
-                    segment: segment.clone(),
-                });
-                let options = &self.shared.options;
-                self.taps
-                    .push(Tap::new(id, h.pid, segment, h.pidfd, options));
-            }
-            Err(e) => lock(&self.shared.report)
-                .notes
-                .push(format!("pid {}: its data could not be read: {e}", h.pid)),
-        }
-    }
-}
-
-/// Children announced by their parents whose runtime has not connected
-/// yet: the run is not over while one of them lives.
-#[derive(Default)]
-struct Expected {
-    /// pid → pidfd, polled for the child's end.
-    pending: HashMap<i32, OwnedFd>,
-    /// Every pid that handed over a segment (a child may connect before
-    /// its parent's announcement is read).
-    connected: HashSet<i32>,
-}
-
-impl Expected {
-    fn announce(&mut self, pid: i32) {
-        if self.connected.contains(&pid) || self.pending.contains_key(&pid) {
-            return;
-        }
-        // SAFETY: pidfd_open with a pid and no flags.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
-        if fd >= 0 {
-            // SAFETY: a descriptor the kernel just returned.
-            self.pending
-                .insert(pid, unsafe { OwnedFd::from_raw_fd(fd) });
-        }
-    }
-
-    fn connected(&mut self, pid: i32) {
-        self.connected.insert(pid);
-        self.pending.remove(&pid);
-    }
-}
-
-/// The collector thread: starts the writer thread, follows images until
-/// the run is over, then lets the writer finish.
-fn run(listener: &listen::Listener, shared: &Shared) {
-    let (to_writer, from_taps) = mpsc::channel();
-    std::thread::scope(|scope| {
-        let writer = std::thread::Builder::new()
-            .name("strobe-writer".into())
-            .spawn_scoped(scope, || write(shared, from_taps));
-        if let Err(e) = writer {
-            lock(&shared.report)
-                .notes
-                .push(format!("the collector could not start its writer: {e}"));
-            return;
-        }
-        follow(
-            listener,
-            &mut Taps {
-                shared,
-                taps: Vec::new(),
-                expected: Expected::default(),
-                to_writer,
-                next_id: 0,
-                thread_events: Vec::new(),
-            },
-        );
-    });
-}
-
-/// Follows every image of the run until it is over.
-fn follow(listener: &listen::Listener, t: &mut Taps<'_>) {
-    let shared = t.shared;
-    let options = &shared.options;
-    let mut kernel: Option<KernelEvents> = None;
-    // When a burst last arrived: until BUSY_NS after, look again every
-    // BUSY_POLL (producers may be refilling a ring right now).
-    let mut last_records = 0u64;
-    loop {
-        let pending: Vec<i32> = t.expected.pending.keys().copied().collect();
-        let mut fds: Vec<libc::pollfd> = [listener.raw_fd(), shared.wake.as_raw_fd()]
-            .into_iter()
-            .chain(t.taps.iter().map(Tap::pidfd))
-            .chain(
-                pending
-                    .iter()
-                    .map(|pid| t.expected.pending[pid].as_raw_fd()),
-            )
-            .map(|fd| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        let busy = strobe_core::clock::now_ns().saturating_sub(last_records) < BUSY_NS;
-        let timeout = if busy {
-            BUSY_POLL
-        } else {
-            options.poll_interval
-        };
-        let timeout = libc::timespec {
-            tv_sec: timeout.as_secs() as libc::time_t,
-            tv_nsec: timeout.subsec_nanos() as libc::c_long,
-        };
-        // SAFETY: a valid array of pollfds and timespec; no signal mask.
-        unsafe {
-            libc::ppoll(
-                fds.as_mut_ptr(),
-                fds.len() as libc::nfds_t,
-                &timeout,
-                std::ptr::null(),
-            )
-        };
-        // Read before accepting: a program that ended had connected before
-        // it did, so its handover is accepted below.
-        let program_done = shared.program_done.load(Ordering::SeqCst);
-        if fds[1].revents != 0 {
-            let mut count = [0u8; 8];
-            // SAFETY: reading 8 bytes from our eventfd resets it.
-            unsafe { libc::read(shared.wake.as_raw_fd(), count.as_mut_ptr().cast(), 8) };
-        }
-        let (tap_fds, pending_fds) = fds[2..].split_at(t.taps.len());
-        for (tap, fd) in t.taps.iter_mut().zip(tap_fds) {
-            if fd.revents != 0 {
-                tap.exited = true;
-            }
-        }
-        for (pid, fd) in pending.iter().zip(pending_fds) {
-            if fd.revents != 0 {
-                // Ended without connecting (or exec'd an image that was
-                // named already).
-                t.expected.pending.remove(pid);
-            }
-        }
-        for h in listener.accept_all() {
-            t.start(h);
-        }
-        // Past the limit, the rings wait (and lossless producers with them)
-        // until the writer catches up; ending images are still emptied.
-        let room = shared.queued.load(Ordering::SeqCst) < QUEUE_LIMIT;
-        if kernel.is_none() {
-            kernel = lock(&shared.kernel).take();
-        }
-        if let Some(events) = kernel.as_mut().filter(|_| room) {
-            t.drain_kernel(events);
-        }
-        if room {
-            t.drain_thread_events();
-        }
-        for i in 0..t.taps.len() {
-            t.taps[i].control(options);
-            if room && t.drain(i) > BURST_BYTES {
-                last_records = strobe_core::clock::now_ns();
-            }
-        }
-        let interrupted = shared.interrupted.load(Ordering::SeqCst);
-        let mut i = 0;
-        while i < t.taps.len() {
-            if t.taps[i].exited || interrupted {
-                // The pid may be reused by a later child of the run.
-                let pid = t.taps[i].pid;
-                t.expected.connected.remove(&pid);
-                t.end(i, false);
-            } else {
-                i += 1;
-            }
-        }
-        *lock(&shared.live) = t
-            .taps
-            .iter()
-            .map(|tap| (tap.pid, Some(tap.command.clone())))
-            .chain(t.expected.pending.keys().map(|&pid| (pid, None)))
-            .collect();
-        if interrupted || (program_done && t.taps.is_empty() && t.expected.pending.is_empty()) {
-            if let Some(events) = kernel.as_mut() {
-                t.drain_kernel(events);
-            }
-            t.drain_thread_events();
-            return;
-        }
-    }
 }
 
 /// A process's name from `/proc`, for messages about a child that has not

@@ -1,0 +1,89 @@
+//! The writer thread: turns the batches the collector thread copied into
+//! each process's database and finishes the processes that ended.
+//!
+//! Owns the processes being recorded (by image id) and the kernel samples'
+//! state, and adds every finished database and note to the run's report.
+//! Never reads a ring: the collector thread does.
+
+use crate::process::Process;
+use crate::tap::Batch;
+use crate::{kernel_writer, lock, Shared};
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc};
+use strobe_core::shm::segment::Segment;
+
+/// What the collector thread tells the writer thread, in order.
+pub enum ToWriter {
+    /// A new process image (its segment arrived).
+    Started {
+        id: u64,
+        pid: i32,
+        segment: Arc<Segment>,
+    },
+    /// Records of image `id`.
+    Records { id: u64, batch: Batch },
+    /// Image `id` ended (`superseded`: its pid runs a new image).
+    Ended { id: u64, superseded: bool },
+    /// Records of the kernel's sampling rings.
+    Kernel { batch: Batch },
+    /// The kernel samples thread `tid` of `pid` (which has the runtime).
+    KernelThread { pid: i32, tid: i32 },
+}
+
+/// The writer thread: records batches, finishes ended images and adds
+/// their results to the report.
+pub fn write(shared: &Shared, from: mpsc::Receiver<ToWriter>) {
+    let options = &shared.options;
+    let mut processes: HashMap<u64, Process> = HashMap::new();
+    let mut kernel = kernel_writer::KernelWriter::default();
+    for message in from {
+        match message {
+            ToWriter::Started { id, pid, segment } => {
+                kernel.runtime_started(pid, id);
+                processes.insert(id, Process::new(pid, segment));
+            }
+            ToWriter::KernelThread { pid, tid } => kernel.thread_sampled(pid, tid),
+            ToWriter::Kernel { batch } => {
+                let weight = batch.weight();
+                for ended in kernel.apply(&batch, &mut processes, options) {
+                    report_finished(shared, ended, false);
+                }
+                shared.queued.fetch_sub(weight, Ordering::SeqCst);
+            }
+            ToWriter::Records { id, batch } => {
+                let weight = batch.weight();
+                if let Some(p) = processes.get_mut(&id) {
+                    p.apply(batch, options);
+                }
+                shared.queued.fetch_sub(weight, Ordering::SeqCst);
+            }
+            ToWriter::Ended { id, superseded } => {
+                kernel.runtime_ended(id);
+                if let Some(p) = processes.remove(&id) {
+                    report_finished(shared, p, superseded);
+                }
+            }
+        }
+    }
+    let (rest, lost) = kernel.finish();
+    for p in rest {
+        report_finished(shared, p, false);
+    }
+    if lost > 0 {
+        lock(&shared.report).notes.push(format!(
+            "the kernel dropped {lost} sample records (its rings were full)"
+        ));
+    }
+}
+
+/// Finishes `p` and adds its database and notes to the report.
+fn report_finished(shared: &Shared, p: Process, superseded: bool) {
+    let (pid, command) = (p.pid, p.command());
+    let (db, notes) = p.finish(&shared.options, superseded);
+    let mut report = lock(&shared.report);
+    report.databases.extend(db);
+    for n in notes {
+        report.notes.push(format!("pid {pid} ({command}): {n}"));
+    }
+}
