@@ -77,13 +77,13 @@ pub fn run(args: &CollectForArgs, config: Option<&Path>) -> Result<i32> {
     })?;
     let run_dir = crate::sample::lazy_run_dir(output_dir, program_name(args.pid));
     let collector =
-        strobe_collect::Collector::start(collector_options(&settings, run_dir.clone()))?;
+        strobe_collect::Collector::start(collector_options(&settings, run_dir.clone(), false))?;
     let mut to_runtime = std::fs::File::from(report);
     writeln!(
         to_runtime,
         "{}\n{}",
         collector.address(),
-        runtime_config(&settings).encode()
+        runtime_config(&settings, false).encode()
     )
     .context("cannot answer the runtime")?;
     drop(to_runtime);

@@ -209,11 +209,10 @@ fn sampler_totals(databases: &[PathBuf]) -> [u64; 4] {
 }
 
 /// The runtime's configuration from the resolved settings.
-pub fn runtime_config(settings: &Settings) -> RuntimeConfig {
-    let sampling = settings.bool(Key::UseSampling);
-    // With the kernel backend for every process, the runtime's sampler
-    // stays off (a thread is never sampled twice).
-    let sampling = sampling && settings.text(Key::Sampler) != "kernel";
+/// `kernel_samples_all`: the kernel samples every process of the run, so
+/// the runtime's own sampler stays off (a thread is never sampled twice).
+pub fn runtime_config(settings: &Settings, kernel_samples_all: bool) -> RuntimeConfig {
+    let sampling = settings.bool(Key::UseSampling) && !kernel_samples_all;
     let rate = |on: Key, freq: Key| {
         if sampling && settings.bool(on) {
             settings.float(freq)
@@ -249,6 +248,7 @@ pub fn runtime_config(settings: &Settings) -> RuntimeConfig {
 pub fn collector_options(
     settings: &Settings,
     run_dir: Arc<strobe_collect::RunDir>,
+    kernel_samples_all: bool,
 ) -> strobe_collect::Options {
     let timing = |delay: Key, duration: Key| strobe_collect::Timing {
         delay_ns: settings.duration_ns(delay),
@@ -268,7 +268,7 @@ pub fn collector_options(
             .collect(),
         poll_interval: Duration::from_millis(5),
         max_depth: settings.int(Key::SamplingDepth) as usize,
-        kernel_for_all: settings.text(Key::Sampler) == "kernel",
+        kernel_for_all: kernel_samples_all,
         kernel_threads: (settings.text(Key::Sampler) == "auto"
             && settings.bool(Key::UseSampling)
             && settings.bool(Key::SamplingCputime))
@@ -298,8 +298,7 @@ fn attach(args: &SampleArgs, settings: &Settings, pid: i32) -> Result<Session> {
     let stack = settings.int(Key::SamplingStackBytes) as u32 & !7;
     let events = strobe_collect::KernelEvents::for_process(pid, hz, stack, 256)
         .with_context(|| format!("cannot sample process {pid}"))?;
-    let mut options = collector_options(settings, lazy_run_dir(output_dir, args.run_name()));
-    options.kernel_for_all = true;
+    let options = collector_options(settings, lazy_run_dir(output_dir, args.run_name()), true);
     let collector = strobe_collect::Collector::start(options)?;
     collector.sample_kernel(events);
     crate::launch::install_forwarding();
@@ -354,7 +353,12 @@ fn kernel_events(
     match strobe_collect::KernelEvents::for_children(hz, stack, 256) {
         Ok(events) => Some(events),
         Err(e) => {
-            notes.push(format!("kernel sampling is off: {e}"));
+            let instead = if mode == "kernel" {
+                "; the signal sampler is used instead"
+            } else {
+                ""
+            };
+            notes.push(format!("kernel sampling is off: {e}{instead}"));
             None
         }
     }
@@ -380,15 +384,29 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
     })?;
     let run_dir =
         crate::sample::lazy_run_dir(output_dir, args.command[0].to_string_lossy().into_owned());
-    let collector =
-        strobe_collect::Collector::start(collector_options(&settings, run_dir.clone()))?;
+    let mut notes = Vec::new();
+    let reason = unprofilable(&args.command[0]);
+    let kernel = kernel_events(&settings, reason, &mut notes);
+    // `sampler = kernel` falls back to the signal sampler when the kernel
+    // refuses (said in the notes).
+    let kernel_samples_all = kernel.is_some() && settings.text(Key::Sampler) == "kernel";
+    let collector = strobe_collect::Collector::start(collector_options(
+        &settings,
+        run_dir.clone(),
+        kernel_samples_all,
+    ))?;
 
     let mut env: Vec<(OsString, OsString)> = settings
         .to_env()
         .into_iter()
         .map(|(k, v)| (k.into(), v.into()))
         .collect();
-    env.push((CONFIG_ENV.into(), runtime_config(&settings).encode().into()));
+    env.push((
+        CONFIG_ENV.into(),
+        runtime_config(&settings, kernel_samples_all)
+            .encode()
+            .into(),
+    ));
     env.push((COLLECTOR_ENV.into(), collector.address().into()));
     let mut preload = OsString::from(&runtime);
     if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|p| !p.is_empty()) {
@@ -397,9 +415,6 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
     }
     env.push(("LD_PRELOAD".into(), preload));
 
-    let mut notes = Vec::new();
-    let reason = unprofilable(&args.command[0]);
-    let kernel = kernel_events(&settings, reason, &mut notes);
     if let Some(reason) = reason {
         let what = if kernel.is_some() {
             "sampled by the kernel only (no regions, markers or tracing)"
