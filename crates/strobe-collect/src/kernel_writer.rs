@@ -31,9 +31,12 @@ pub struct KernelWriter {
 }
 
 impl KernelWriter {
-    /// The runtime of `pid` connected as image `id`.
-    pub fn runtime_started(&mut self, pid: i32, id: u64) {
+    /// The runtime of `pid` connected as image `id`; returns the process
+    /// of its own the kernel sampled under that pid before (an image that
+    /// exec'd into one with the runtime), for the caller to finish.
+    pub fn runtime_started(&mut self, pid: i32, id: u64) -> Option<Process> {
         self.runtime.insert(pid, id);
+        self.own.remove(&pid)
     }
 
     /// The kernel samples thread `tid` of `pid`, which has the runtime.

@@ -40,7 +40,9 @@ pub fn write(shared: &Shared, from: mpsc::Receiver<ToWriter>) {
     for message in from {
         match message {
             ToWriter::Started { id, pid, segment } => {
-                kernel.runtime_started(pid, id);
+                if let Some(before) = kernel.runtime_started(pid, id) {
+                    report_finished(shared, before, true);
+                }
                 processes.insert(id, Process::new(pid, segment));
             }
             ToWriter::KernelThread { pid, tid } => kernel.thread_sampled(pid, tid),
