@@ -296,11 +296,11 @@ fn attach(args: &SampleArgs, settings: &Settings, pid: i32) -> Result<Session> {
     let output_dir = cwd.join(settings.path(Key::OutputDir).unwrap_or(Path::new(".")));
     let hz = settings.float(Key::SamplingCputimeFreq).round().max(1.0) as u64;
     let stack = settings.int(Key::SamplingStackBytes) as u32 & !7;
-    let events = strobe_collect::KernelEvents::for_process(pid, hz, stack, 256)
+    let events = strobe_collect::KernelEvents::for_process(pid, hz, stack, 128)
         .with_context(|| format!("cannot sample process {pid}"))?;
     let options = collector_options(settings, lazy_run_dir(output_dir, args.run_name()), true);
     let collector = strobe_collect::Collector::start(options)?;
-    collector.sample_kernel(events);
+    collector.sample_kernel(events, true);
     crate::launch::install_forwarding();
     let started = std::time::Instant::now();
     let mut wait = libc::pollfd {
@@ -350,10 +350,10 @@ fn kernel_events(
     }
     let hz = settings.float(Key::SamplingCputimeFreq).round().max(1.0) as u64;
     let stack = settings.int(Key::SamplingStackBytes) as u32 & !7;
-    match strobe_collect::KernelEvents::for_children(hz, stack, 256) {
+    match strobe_collect::KernelEvents::for_children(hz, stack, 128) {
         Ok(events) => Some(events),
         Err(e) => {
-            let instead = if mode == "kernel" {
+            let instead = if mode == "kernel" && unprofilable.is_none() {
                 "; the signal sampler is used instead"
             } else {
                 ""
@@ -384,17 +384,15 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
     })?;
     let run_dir =
         crate::sample::lazy_run_dir(output_dir, args.command[0].to_string_lossy().into_owned());
+    let collector =
+        strobe_collect::Collector::start(collector_options(&settings, run_dir.clone(), false))?;
+    // Opened after the collector's threads started (they must not inherit
+    // the events) and before the program: `sampler = kernel` falls back to
+    // the signal sampler when the kernel refuses (said in the notes).
     let mut notes = Vec::new();
     let reason = unprofilable(&args.command[0]);
     let kernel = kernel_events(&settings, reason, &mut notes);
-    // `sampler = kernel` falls back to the signal sampler when the kernel
-    // refuses (said in the notes).
     let kernel_samples_all = kernel.is_some() && settings.text(Key::Sampler) == "kernel";
-    let collector = strobe_collect::Collector::start(collector_options(
-        &settings,
-        run_dir.clone(),
-        kernel_samples_all,
-    ))?;
 
     let mut env: Vec<(OsString, OsString)> = settings
         .to_env()
@@ -428,7 +426,7 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
         ));
     }
     if let Some(events) = kernel {
-        collector.sample_kernel(events);
+        collector.sample_kernel(events, kernel_samples_all);
     }
     let outcome = run(&args.command, &env, &["STROBE_CONFIG"])?;
     collector.program_done();

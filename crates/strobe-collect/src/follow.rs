@@ -32,8 +32,8 @@ struct Taps<'a> {
     to_writer: mpsc::Sender<ToWriter>,
     next_id: u64,
     /// Kernel events of single threads the in-program sampler cannot
-    /// reach.
-    thread_events: Vec<KernelEvents>,
+    /// reach: (pid, tid, events).
+    thread_events: Vec<(i32, i32, KernelEvents)>,
 }
 
 impl Taps<'_> {
@@ -71,7 +71,7 @@ impl Taps<'_> {
         };
         match KernelEvents::for_thread(tid, kernel.freq_hz, kernel.stack_bytes, 64) {
             Ok(events) => {
-                self.thread_events.push(events);
+                self.thread_events.push((pid, tid, events));
                 let _ = self.to_writer.send(ToWriter::KernelThread { pid, tid });
                 format!(
                     "thread {tid} blocked the sampling signal: sampled by the kernel from then on \
@@ -98,11 +98,16 @@ impl Taps<'_> {
     }
 
     /// Copies the rings of the single-thread kernel events.
+    /// Copies the rings of the single-thread kernel events; closes those
+    /// of threads that ended (after their last copy).
     fn drain_thread_events(&mut self) {
         let mut events = std::mem::take(&mut self.thread_events);
-        for e in &mut events {
+        events.retain_mut(|(pid, tid, e)| {
+            // SAFETY: tgkill with signal 0 only checks that the thread exists.
+            let alive = unsafe { libc::syscall(libc::SYS_tgkill, *pid, *tid, 0) } == 0;
             self.drain_kernel(e);
-        }
+            alive
+        });
         self.thread_events = events;
     }
 

@@ -28,6 +28,9 @@ pub struct KernelWriter {
     /// in-program sampler cannot reach them).
     threads: std::collections::HashSet<(i32, i32)>,
     lost: u64,
+    /// Processes whose main thread exited (finished at the end of the run
+    /// or when their pid is reused).
+    exited: std::collections::HashSet<i32>,
 }
 
 impl KernelWriter {
@@ -39,9 +42,11 @@ impl KernelWriter {
         self.own.remove(&pid)
     }
 
-    /// The kernel samples thread `tid` of `pid`, which has the runtime.
-    pub fn thread_sampled(&mut self, pid: i32, tid: i32) {
+    /// The kernel samples thread `tid` of `pid`, which has the runtime;
+    /// returns the image id of `pid`.
+    pub fn thread_sampled(&mut self, pid: i32, tid: i32) -> Option<u64> {
         self.threads.insert((pid, tid));
+        self.runtime.get(&pid).copied()
     }
 
     /// Image `id` of the runtime ended.
@@ -56,6 +61,7 @@ impl KernelWriter {
         batch: &Batch,
         processes: &mut HashMap<u64, Process>,
         options: &Options,
+        for_all: bool,
     ) -> Vec<Process> {
         let mut ended = Vec::new();
         for (source, _, range) in &batch.records {
@@ -65,9 +71,7 @@ impl KernelWriter {
             match decode(&batch.bytes[range.clone()]) {
                 Some(Record::Sample(s)) => {
                     let target = match self.runtime.get(&s.pid) {
-                        Some(id)
-                            if options.kernel_for_all || self.threads.contains(&(s.pid, s.tid)) =>
-                        {
+                        Some(id) if for_all || self.threads.contains(&(s.pid, s.tid)) => {
                             processes.get_mut(id)
                         }
                         Some(_) => None,
@@ -115,14 +119,24 @@ impl KernelWriter {
                     }
                 }
                 Some(Record::Lost { lost }) => self.lost += lost,
+                // The rings are read one CPU after another, not in time
+                // order: a process's last samples may come after its
+                // main thread's exit record. It stays open until the run
+                // ends, or until a new process reuses its pid.
+                Some(Record::Task {
+                    pid,
+                    tid,
+                    exit: false,
+                }) if pid == tid && self.exited.remove(&pid) => {
+                    self.unwinders.remove(&pid);
+                    ended.extend(self.own.remove(&pid));
+                }
                 Some(Record::Task {
                     pid,
                     tid,
                     exit: true,
-                    ..
                 }) if pid == tid => {
-                    self.unwinders.remove(&pid);
-                    ended.extend(self.own.remove(&pid));
+                    self.exited.insert(pid);
                 }
                 Some(Record::Comm { pid, exec: true }) => {
                     // A new image: new modules, a new database.

@@ -160,6 +160,9 @@ struct Shared {
     queued: AtomicUsize,
     /// Kernel sampling events to drain, once the launcher opened them.
     kernel: Mutex<Option<KernelEvents>>,
+    /// The kernel samples every process of the run (the runtime's sampler
+    /// is off): from the options, or set with the launcher's events.
+    kernel_for_all: AtomicBool,
 }
 
 impl Shared {
@@ -196,6 +199,7 @@ pub struct StartError(#[from] std::io::Error);
 impl Collector {
     /// Listens for runtimes and starts the collector thread.
     pub fn start(options: Options) -> Result<Collector, StartError> {
+        let options_for_all = options.kernel_for_all;
         let listener = listen::Listener::bind()?;
         let name = listener.name().to_string();
         // SAFETY: eventfd with constant flags.
@@ -214,6 +218,7 @@ impl Collector {
             done: (Mutex::new(false), Condvar::new()),
             queued: AtomicUsize::new(0),
             kernel: Mutex::new(None),
+            kernel_for_all: AtomicBool::new(options_for_all),
         });
         let thread = {
             let shared = shared.clone();
@@ -246,7 +251,10 @@ impl Collector {
 
     /// Drains and records `events` (opened by the launcher for the program
     /// it is about to start) until the run ends.
-    pub fn sample_kernel(&self, events: KernelEvents) {
+    /// `for_all`: they sample every process of the run (the runtime's own
+    /// sampler is off), not only those nothing can be preloaded into.
+    pub fn sample_kernel(&self, events: KernelEvents, for_all: bool) {
+        self.shared.kernel_for_all.store(for_all, Ordering::SeqCst);
         *lock(&self.shared.kernel) = Some(events);
         self.shared.wake();
     }

@@ -41,9 +41,9 @@ fn parse(line: &str) -> Option<Mapping> {
 
 /// What a module's bias and identity come from.
 struct ElfFacts {
-    /// The loadable segments' (virtual address, file offset), in file
-    /// order.
-    loads: Vec<(u64, u64)>,
+    /// The loadable segments' (virtual address, file offset, file size,
+    /// executable), in file order.
+    loads: Vec<(u64, u64, u64, bool)>,
     build_id: Vec<u8>,
 }
 
@@ -65,8 +65,9 @@ fn elf_facts(path: &str) -> Option<ElfFacts> {
     let mut build_id = Vec::new();
     for i in 0..phnum {
         let ph = phoff + i * phentsize;
-        let (kind, offset, vaddr, filesz) = (
+        let (kind, flags, offset, vaddr, filesz) = (
             u32_at(ph)?,
+            u32_at(ph + 4)?,
             u64_at(ph + 8)?,
             u64_at(ph + 16)?,
             u64_at(ph + 32)?,
@@ -74,7 +75,8 @@ fn elf_facts(path: &str) -> Option<ElfFacts> {
         const PT_LOAD: u32 = 1;
         const PT_NOTE: u32 = 4;
         if kind == PT_LOAD {
-            loads.push((vaddr, offset));
+            const PF_X: u32 = 1;
+            loads.push((vaddr, offset, filesz, flags & PF_X != 0));
         }
         if kind == PT_NOTE && build_id.is_empty() {
             let notes = head
@@ -99,7 +101,7 @@ fn mappings(pid: i32) -> Vec<Mapping> {
 fn module_of(mappings: &[Mapping], hit: &Mapping) -> Option<Module> {
     let same_file = || mappings.iter().filter(|m| m.path == hit.path);
     let ElfFacts { loads, build_id } = elf_facts(&hit.path)?;
-    let (vaddr, offset) = loads[0];
+    let (vaddr, offset, _, _) = loads[0];
     // The mapping of the first loadable segment's file offset sits at
     // bias + its virtual address (both page-aligned in practice).
     let base = same_file().find(|m| m.offset == offset & !0xfff)?;
@@ -146,8 +148,16 @@ pub fn module_for_mapping(
     let ElfFacts { loads, build_id } = elf_facts(path)?;
     // The loadable segment that starts at this mapping's file offset was
     // mapped at `start`.
-    let (vaddr, _) = *loads.iter().find(|(_, o)| o & !0xfff == offset & !0xfff)?;
-    let bias = start.wrapping_sub(vaddr & !0xfff);
+    // The executable segment whose file range holds the mapping's offset
+    // (two segments may share a file page: lld packs small binaries).
+    let (vaddr, seg_offset, _, _) = *loads
+        .iter()
+        .find(|(_, o, size, x)| *x && o & !0xfff <= offset && offset < o + size)?;
+    // `start` maps file offset `offset`; the segment's address for that
+    // offset is its vaddr moved by the same distance.
+    let bias = start
+        .wrapping_add(seg_offset.wrapping_sub(offset))
+        .wrapping_sub(vaddr);
     let _ = pid;
     Some(Module {
         path: path.to_string(),

@@ -101,6 +101,9 @@ pub struct Process {
     ended_cpu: HashMap<i32, u64>,
     /// Threads with at least one sample.
     sampled: std::collections::HashSet<i32>,
+    /// Threads the kernel samples: their signal samples (once they unblock
+    /// the signal) are left out, so no thread is sampled twice.
+    kernel_tids: std::collections::HashSet<i32>,
     /// When `/proc/PID/maps` was last read (at most every 50 ms: code that
     /// is in no file, such as a JIT's, must not make the writer read it
     /// for every page).
@@ -178,6 +181,7 @@ impl Process {
             maps_read_ns: 0,
             ended_cpu: HashMap::new(),
             sampled: std::collections::HashSet::new(),
+            kernel_tids: std::collections::HashSet::new(),
             last_commit: now_ns(),
             totals: [0; 5],
         }
@@ -246,6 +250,9 @@ impl Process {
                     let Some(sample) = strobe_sampler::sample_from(payload) else {
                         continue;
                     };
+                    if self.kernel_tids.contains(&sample.tid) {
+                        continue;
+                    }
                     self.find_unannounced_modules(sample.frames);
                     self.sampled.insert(sample.tid);
                     let modules = std::mem::take(&mut self.modules);
@@ -270,6 +277,11 @@ impl Process {
                 p.commit();
             }
         }
+    }
+
+    /// From now on the kernel samples thread `tid`.
+    pub fn sampled_by_kernel(&mut self, tid: i32) {
+        self.kernel_tids.insert(tid);
     }
 
     /// Records one sample the kernel took, unwound against `modules`.
@@ -476,7 +488,12 @@ impl Process {
             .filter(|(tid, cpu)| **cpu > 0 && !self.sampled.contains(tid))
             .map(|(_, cpu)| *cpu)
             .collect();
-        if !unsampled.is_empty() {
+        // Only where the runtime's CPU-time sampler ran at all.
+        let cpu_sampler = self
+            .segment
+            .as_ref()
+            .is_some_and(|s| s.header().signals[0].load(Ordering::Relaxed) != 0);
+        if !unsampled.is_empty() && cpu_sampler {
             self.notes.push(format!(
                 "{} threads ended before their first sample: {:.1} ms of CPU time not sampled \
                  (`--sampler kernel` samples from the first nanosecond)",

@@ -45,10 +45,16 @@ pub fn write(shared: &Shared, from: mpsc::Receiver<ToWriter>) {
                 }
                 processes.insert(id, Process::new(pid, segment));
             }
-            ToWriter::KernelThread { pid, tid } => kernel.thread_sampled(pid, tid),
+            ToWriter::KernelThread { pid, tid } => {
+                let image = kernel.thread_sampled(pid, tid);
+                if let Some(p) = image.and_then(|id| processes.get_mut(&id)) {
+                    p.sampled_by_kernel(tid);
+                }
+            }
             ToWriter::Kernel { batch } => {
                 let weight = batch.weight();
-                for ended in kernel.apply(&batch, &mut processes, options) {
+                let for_all = shared.kernel_for_all.load(Ordering::SeqCst);
+                for ended in kernel.apply(&batch, &mut processes, options, for_all) {
                     report_finished(shared, ended, false);
                 }
                 shared.queued.fetch_sub(weight, Ordering::SeqCst);

@@ -92,7 +92,7 @@ impl Events {
     pub fn for_children(freq_hz: u64, stack_bytes: u32, ring_pages: usize) -> io::Result<Events> {
         let attr = attributes(freq_hz, stack_bytes, bit::DISABLED | bit::ENABLE_ON_EXEC);
         let mut rings = Vec::new();
-        for cpu in 0..cpus() {
+        for cpu in cpus() {
             if let Some(fd) = open(&attr, 0, cpu)? {
                 rings.push(Ring::map(fd, ring_pages)?);
             }
@@ -116,33 +116,44 @@ impl Events {
         ring_pages: usize,
     ) -> io::Result<Events> {
         let attr = attributes(freq_hz, stack_bytes, 0);
-        let threads: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
-            .map_err(|e| io::Error::new(e.kind(), format!("process {pid}: {e}")))?
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-            .collect();
-        let mut rings = Vec::new();
+        let cpus = cpus();
+        let mut per_cpu: Vec<Option<Ring>> = cpus.iter().map(|_| None).collect();
         let mut extra = Vec::new();
-        for cpu in 0..cpus() {
-            let mut ring: Option<Ring> = None;
-            for &tid in &threads {
-                let Some(fd) = open(&attr, tid, cpu)? else {
-                    continue;
-                };
-                match &ring {
-                    None => ring = Some(Ring::map(fd, ring_pages)?),
-                    Some(r) => {
-                        // SAFETY: redirecting this event's samples into the
-                        // CPU's ring (PERF_EVENT_IOC_SET_OUTPUT).
-                        if unsafe { libc::ioctl(fd.as_raw_fd(), SET_OUTPUT, r.fd.as_raw_fd()) } != 0
-                        {
-                            return Err(io::Error::last_os_error());
+        let mut done: std::collections::HashSet<i32> = std::collections::HashSet::new();
+        // Thread by thread (a thread started meanwhile by one already
+        // opened inherits its events), until the task list stops growing.
+        loop {
+            let threads: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+                .map_err(|e| io::Error::new(e.kind(), format!("process {pid}: {e}")))?
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .filter(|tid| !done.contains(tid))
+                .collect();
+            if threads.is_empty() {
+                break;
+            }
+            for tid in threads {
+                done.insert(tid);
+                for (slot, &cpu) in per_cpu.iter_mut().zip(&cpus) {
+                    let Some(fd) = open(&attr, tid, cpu)? else {
+                        continue;
+                    };
+                    match slot {
+                        None => *slot = Some(Ring::map(fd, ring_pages)?),
+                        Some(r) => {
+                            // SAFETY: redirecting this event's samples into
+                            // the CPU's ring (PERF_EVENT_IOC_SET_OUTPUT).
+                            if unsafe { libc::ioctl(fd.as_raw_fd(), SET_OUTPUT, r.fd.as_raw_fd()) }
+                                != 0
+                            {
+                                return Err(io::Error::last_os_error());
+                            }
+                            extra.push(fd);
                         }
-                        extra.push(fd);
                     }
                 }
             }
-            rings.extend(ring);
         }
+        let rings: Vec<Ring> = per_cpu.into_iter().flatten().collect();
         if rings.is_empty() {
             return Err(io::Error::other(format!(
                 "process {pid} has no thread to sample"
@@ -181,10 +192,23 @@ impl Events {
 /// `PERF_EVENT_IOC_SET_OUTPUT`.
 const SET_OUTPUT: libc::c_ulong = 0x2405;
 
-/// The CPUs to open events on.
-fn cpus() -> i32 {
-    // SAFETY: sysconf has no preconditions.
-    unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as i32
+/// The CPUs to open events on: every possible one (numbering may have
+/// holes; CPUs may come online later).
+fn cpus() -> Vec<i32> {
+    let listed = std::fs::read_to_string("/sys/devices/system/cpu/possible").unwrap_or_default();
+    let mut cpus = Vec::new();
+    for part in listed.trim().split(',').filter(|p| !p.is_empty()) {
+        let (from, to) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(from), Ok(to)) = (from.parse::<i32>(), to.parse::<i32>()) {
+            cpus.extend(from..=to);
+        }
+    }
+    if cpus.is_empty() {
+        // SAFETY: sysconf has no preconditions.
+        let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as i32;
+        cpus.extend(0..n);
+    }
+    cpus
 }
 
 /// Opens one event for task `pid` (0 = the calling thread) on `cpu`;
@@ -285,10 +309,42 @@ const HEAD: usize = 1024;
 const TAIL: usize = 1032;
 
 impl Ring {
+    /// Maps the event's ring with `pages` data pages, fewer when the
+    /// locked-memory allowance (`perf_event_mlock_kb` per CPU, then
+    /// `RLIMIT_MEMLOCK`) is spent.
     fn map(fd: OwnedFd, pages: usize) -> io::Result<Ring> {
+        let mut pages = pages.next_power_of_two();
+        loop {
+            match Ring::map_pages(&fd, pages) {
+                Ok((base, len, data, data_size)) => {
+                    return Ok(Ring {
+                        fd,
+                        base,
+                        len,
+                        data,
+                        data_size,
+                        scratch: Vec::new(),
+                    })
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EPERM) && pages > 8 => pages /= 4,
+                Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!(
+                            "cannot map a sampling ring ({e}): the locked-memory allowance for \
+                             perf events is spent; raise `ulimit -l` or \
+                             kernel.perf_event_mlock_kb"
+                        ),
+                    ))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn map_pages(fd: &OwnedFd, pages: usize) -> io::Result<(*mut u8, usize, *const u8, u64)> {
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        let pages = pages.next_power_of_two();
         let len = page * (1 + pages);
         // SAFETY: mapping the event's ring as the perf ABI describes.
         let base = unsafe {
@@ -305,15 +361,8 @@ impl Ring {
             return Err(io::Error::last_os_error());
         }
         let base = base as *mut u8;
-        Ok(Ring {
-            fd,
-            base,
-            len,
-            // SAFETY: the data area follows the first page.
-            data: unsafe { base.add(page) },
-            data_size: (page * pages) as u64,
-            scratch: Vec::new(),
-        })
+        // SAFETY: the data area follows the first page.
+        Ok((base, len, unsafe { base.add(page) }, (page * pages) as u64))
     }
 
     fn word(&self, offset: usize) -> &AtomicU64 {

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 /// `"strobeSG"`.
 pub const MAGIC: u64 = 0x4753_6562_6f72_7473;
 /// Layout version; the collector refuses any other.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Bytes of the header page area (header struct and process info).
 pub const HEADER_BYTES: usize = 64 * 1024;
 /// Bytes of process information the runtime can publish.
