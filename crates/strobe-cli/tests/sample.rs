@@ -59,6 +59,7 @@ fn built() -> PathBuf {
         "leave_child",
         "raw_clone",
         "short_threads",
+        "two_equal_threads",
     ] {
         let mut args = flags.to_vec();
         args.extend([
@@ -1081,4 +1082,32 @@ fn threads_that_end_before_their_first_sample_are_counted() {
         .unwrap_or_else(|| panic!("no count in {line:?}"));
     // 100 threads of 2 ms each at 250 Hz: most end before 4 ms of CPU.
     assert!(n >= 50, "{line}");
+}
+
+#[test]
+fn two_threads_doing_equal_work_get_equal_samples() {
+    let _turn = one_at_a_time();
+    let bin = built();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = sample_in(
+        tmp.path(),
+        &[bin.join("two_equal_threads").to_str().unwrap()],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let dbs = databases(tmp.path());
+    assert_eq!(dbs.len(), 1, "{err}");
+    let mut per_tid: HashMap<i64, usize> = HashMap::new();
+    for s in samples(&dbs[0]) {
+        *per_tid.entry(s.tid).or_default() += 1;
+    }
+    let mut counts: Vec<usize> = per_tid.values().copied().filter(|&n| n > 20).collect();
+    counts.sort();
+    assert_eq!(counts.len(), 2, "samples per thread {per_tid:?}");
+    // 1 s of CPU each at 250 Hz: about 250 samples each, never twice as
+    // many for one of them (a thread with two sets of timers).
+    assert!(
+        counts[1] * 10 <= counts[0] * 13 && counts[1] <= 300,
+        "samples per thread {per_tid:?}"
+    );
 }

@@ -104,7 +104,10 @@ pub fn on_thread_start(rt: &Runtime, start_routine: Option<u64>) {
         return;
     }
     register_current(ThreadRole::Program);
-    let _ = claim_for_current_thread(rt);
+    // The thread may hold a slot already (stage 2 announces the modules,
+    // an event of the calling thread, before registering it): never a
+    // second slot and a second set of timers.
+    let _ = slot_of_current_thread(rt);
     let key = EXIT_KEY.load(Ordering::Acquire);
     if key != u32::MAX {
         // SAFETY: a live key; any non-null value makes the destructor run.
