@@ -298,6 +298,11 @@ fn attach(args: &SampleArgs, settings: &Settings, pid: i32) -> Result<Session> {
     let stack = settings.int(Key::SamplingStackBytes) as u32 & !7;
     let events = strobe_collect::KernelEvents::for_process(pid, hz, stack, 128)
         .with_context(|| format!("cannot sample process {pid}"))?;
+    let mut notes = Vec::new();
+    note_system_calls(&mut notes);
+    for note in &notes {
+        eprintln!("strobe: {note}");
+    }
     let options = collector_options(settings, lazy_run_dir(output_dir, args.run_name()), true);
     let collector = strobe_collect::Collector::start(options)?;
     collector.sample_kernel(events, true);
@@ -334,6 +339,17 @@ fn attach(args: &SampleArgs, settings: &Settings, pid: i32) -> Result<Session> {
     })
 }
 
+/// Says when the kernel's samples leave out CPU time in system calls.
+fn note_system_calls(notes: &mut Vec<String>) {
+    if !strobe_collect::kernel_sees_system_calls() {
+        notes.push(
+            "kernel sampling does not see CPU time spent in system calls here \
+             (kernel.perf_event_paranoid is 2 or more and strobe has no CAP_PERFMON)"
+                .into(),
+        );
+    }
+}
+
 /// Opens the kernel's sampling events for the program about to be
 /// started, when the `sampler` setting asks for them (`kernel`, or `auto`
 /// for a program nothing can be preloaded into). Must run on the thread
@@ -351,7 +367,10 @@ fn kernel_events(
     let hz = settings.float(Key::SamplingCputimeFreq).round().max(1.0) as u64;
     let stack = settings.int(Key::SamplingStackBytes) as u32 & !7;
     match strobe_collect::KernelEvents::for_children(hz, stack, 128) {
-        Ok(events) => Some(events),
+        Ok(events) => {
+            note_system_calls(notes);
+            Some(events)
+        }
         Err(e) => {
             let instead = if mode == "kernel" && unprofilable.is_none() {
                 "; the signal sampler is used instead"

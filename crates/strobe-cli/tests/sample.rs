@@ -60,6 +60,7 @@ fn built() -> PathBuf {
         "raw_clone",
         "short_threads",
         "two_equal_threads",
+        "syscall_loop",
     ] {
         let mut args = flags.to_vec();
         args.extend([
@@ -1110,4 +1111,33 @@ fn two_threads_doing_equal_work_get_equal_samples() {
         counts[1] * 10 <= counts[0] * 13 && counts[1] <= 300,
         "samples per thread {per_tid:?}"
     );
+}
+
+#[test]
+fn the_kernel_sampler_counts_cpu_time_in_system_calls_or_says_it_cannot() {
+    let _turn = one_at_a_time();
+    let bin = built();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = sample_with(
+        tmp.path(),
+        &["--sampler", "kernel"],
+        &[bin.join("syscall_loop").to_str().unwrap()],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    if err.contains("kernel sampling is off") {
+        eprintln!("skipped: the kernel refuses sampling events here: {err}");
+        return;
+    }
+    if err.contains("does not see CPU time spent in system calls") {
+        eprintln!("the kernel leaves system calls out here; the run says so");
+        return;
+    }
+    let dbs = databases(tmp.path());
+    let n = samples(&dbs[0])
+        .iter()
+        .filter(|s| names(s).iter().any(|f| f == "syscalls"))
+        .count();
+    // 1 s of (mostly system) CPU time at 250 Hz.
+    assert!(n >= 150, "{n} samples under syscalls(): {err}");
 }

@@ -41,7 +41,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-pub use kernel::perf::Events as KernelEvents;
+pub use kernel::perf::{sees_system_calls as kernel_sees_system_calls, Events as KernelEvents};
 
 /// Bytes of copied records that may wait for the writer.
 pub const QUEUE_LIMIT: usize = 512 << 20;

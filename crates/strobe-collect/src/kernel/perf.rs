@@ -8,7 +8,7 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 
 /// `perf_event_attr` (the kernel's layout up to `sig_data`, 128 bytes).
 #[repr(C)]
@@ -52,6 +52,7 @@ mod bit {
     pub const INHERIT: u64 = 1 << 1;
     pub const EXCLUDE_KERNEL: u64 = 1 << 5;
     pub const EXCLUDE_HV: u64 = 1 << 6;
+    pub const EXCLUDE_CALLCHAIN_KERNEL: u64 = 1 << 21;
     pub const MMAP: u64 = 1 << 8;
     pub const COMM: u64 = 1 << 9;
     pub const FREQ: u64 = 1 << 10;
@@ -211,9 +212,35 @@ fn cpus() -> Vec<i32> {
     cpus
 }
 
+/// Whether samples may land in the kernel (CPU time in system calls,
+/// attributed to the user stack that made the call): tried first, and
+/// turned off for good when the kernel refuses it (`perf_event_paranoid`
+/// ≥ 2 without privileges).
+static KERNEL_TIME: AtomicBool = AtomicBool::new(true);
+
+/// Whether the events opened so far also sample CPU time spent in system
+/// calls.
+pub fn sees_system_calls() -> bool {
+    KERNEL_TIME.load(Ordering::Relaxed)
+}
+
 /// Opens one event for task `pid` (0 = the calling thread) on `cpu`;
 /// `None` for an offline CPU or a thread that just ended.
 fn open(attr: &Attr, pid: i32, cpu: i32) -> io::Result<Option<OwnedFd>> {
+    if KERNEL_TIME.load(Ordering::Relaxed) {
+        let mut with_kernel = *attr;
+        with_kernel.flags = (attr.flags & !bit::EXCLUDE_KERNEL) | bit::EXCLUDE_CALLCHAIN_KERNEL;
+        match open_one(&with_kernel, pid, cpu) {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EPERM)) => {
+                KERNEL_TIME.store(false, Ordering::Relaxed);
+            }
+            other => return other,
+        }
+    }
+    open_one(attr, pid, cpu).map_err(explain)
+}
+
+fn open_one(attr: &Attr, pid: i32, cpu: i32) -> io::Result<Option<OwnedFd>> {
     // SAFETY: perf_event_open with a valid attribute block.
     let fd = unsafe {
         libc::syscall(
@@ -229,7 +256,7 @@ fn open(attr: &Attr, pid: i32, cpu: i32) -> io::Result<Option<OwnedFd>> {
         let e = io::Error::last_os_error();
         return match e.raw_os_error() {
             Some(libc::ENODEV) | Some(libc::ESRCH) => Ok(None),
-            _ => Err(explain(e)),
+            _ => Err(e),
         };
     }
     // SAFETY: a descriptor the kernel just returned.
