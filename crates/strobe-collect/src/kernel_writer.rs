@@ -16,6 +16,26 @@ use crate::Options;
 use std::collections::HashMap;
 use strobe_sampler::{Sample, TimerClock};
 
+/// A kernel record's time: a sample's TIME field, or the `sample_id`
+/// trailer's (every other record carries one, `sample_id_all`).
+fn time_of(record: &[u8]) -> u64 {
+    const RECORD_SAMPLE: u32 = 9;
+    let word = |at: usize| {
+        record
+            .get(at..at + 8)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u64::from_ne_bytes)
+    };
+    let kind = record
+        .get(..4)
+        .map_or(0, |b| u32::from_ne_bytes(b.try_into().unwrap_or_default()));
+    if kind == RECORD_SAMPLE {
+        word(24)
+    } else {
+        word(record.len().saturating_sub(8))
+    }
+}
+
 /// The writer's kernel-sampling state.
 #[derive(Default)]
 pub struct KernelWriter {
@@ -64,10 +84,18 @@ impl KernelWriter {
         for_all: bool,
     ) -> Vec<Process> {
         let mut ended = Vec::new();
-        for (source, _, range) in &batch.records {
-            if *source != Source::Kernel {
-                continue;
-            }
+        // The batch holds one CPU's ring after another: records are
+        // applied in time order, so a process's exec and its new mappings,
+        // or its last samples and its exit, come in the order they
+        // happened.
+        let mut order: Vec<(u64, &std::ops::Range<usize>)> = batch
+            .records
+            .iter()
+            .filter(|(source, _, _)| *source == Source::Kernel)
+            .map(|(_, _, range)| (time_of(&batch.bytes[range.clone()]), range))
+            .collect();
+        order.sort_by_key(|&(time, _)| time);
+        for (_, range) in order {
             match decode(&batch.bytes[range.clone()]) {
                 Some(Record::Sample(s)) => {
                     let target = match self.runtime.get(&s.pid) {
