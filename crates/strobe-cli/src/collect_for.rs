@@ -18,7 +18,6 @@ use clap::Args;
 use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
-use strobe_core::settings::Key;
 
 /// Options of `strobe collect-for`.
 #[derive(Debug, Args)]
@@ -55,26 +54,10 @@ pub fn run(args: &CollectForArgs, config: Option<&Path>) -> Result<i32> {
     }
     // SAFETY: the runtime passed this descriptor for us alone.
     let report = unsafe { OwnedFd::from_raw_fd(args.report_fd) };
-    // SAFETY: pidfd_open with a pid and no flags.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, args.pid, 0) } as i32;
-    if pidfd < 0 {
-        bail!(
-            "process {} is gone: {}",
-            args.pid,
-            std::io::Error::last_os_error()
-        );
-    }
-    // SAFETY: a descriptor the kernel just returned.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+    let pidfd = strobe_core::pidfd::open(args.pid)
+        .map_err(|e| anyhow::anyhow!("process {} is gone: {e}", args.pid))?;
     let settings = load_settings(config, &SettingFlags::default())?;
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let output_dir = cwd.join(settings.path(Key::OutputDir).unwrap_or(Path::new(".")));
-    std::fs::create_dir_all(&output_dir).with_context(|| {
-        format!(
-            "cannot create the output directory {}",
-            output_dir.display()
-        )
-    })?;
+    let output_dir = crate::sample::output_dir(&settings)?;
     let run_dir = crate::sample::lazy_run_dir(output_dir, program_name(args.pid));
     let collector =
         strobe_collect::Collector::start(collector_options(&settings, run_dir.clone(), false))?;
@@ -87,13 +70,7 @@ pub fn run(args: &CollectForArgs, config: Option<&Path>) -> Result<i32> {
     )
     .context("cannot answer the runtime")?;
     drop(to_runtime);
-    let mut wait = libc::pollfd {
-        fd: std::os::fd::AsRawFd::as_raw_fd(&pidfd),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd; blocks until the process ends.
-    while unsafe { libc::poll(&mut wait, 1, -1) } < 0 {}
+    strobe_core::pidfd::ended(&pidfd, -1);
     collector.program_done();
     let report = wait_for_collector(collector);
     for note in &report.notes {

@@ -282,18 +282,9 @@ pub fn collector_options(
 /// `strobe sample --pid PID`: kernel sampling of a running process until
 /// it ends, the user interrupts or `--duration` passes.
 fn attach(args: &SampleArgs, settings: &Settings, pid: i32) -> Result<Session> {
-    // SAFETY: pidfd_open with a pid and no flags.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
-    if pidfd < 0 {
-        anyhow::bail!(
-            "cannot attach to process {pid}: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    // SAFETY: a descriptor the kernel just returned.
-    let pidfd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(pidfd) };
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let output_dir = cwd.join(settings.path(Key::OutputDir).unwrap_or(Path::new(".")));
+    let pidfd = strobe_core::pidfd::open(pid)
+        .map_err(|e| anyhow::anyhow!("cannot attach to process {pid}: {e}"))?;
+    let output_dir = output_dir(settings)?;
     let hz = settings.float(Key::SamplingCputimeFreq).round().max(1.0) as u64;
     let stack = settings.int(Key::SamplingStackBytes) as u32 & !7;
     let events = strobe_collect::KernelEvents::for_process(pid, hz, stack, 128)
@@ -308,14 +299,8 @@ fn attach(args: &SampleArgs, settings: &Settings, pid: i32) -> Result<Session> {
     collector.sample_kernel(events, true);
     crate::launch::install_forwarding();
     let started = std::time::Instant::now();
-    let mut wait = libc::pollfd {
-        fd: std::os::fd::AsRawFd::as_raw_fd(&pidfd),
-        events: libc::POLLIN,
-        revents: 0,
-    };
     loop {
-        // SAFETY: one valid pollfd.
-        let ended = unsafe { libc::poll(&mut wait, 1, 50) } > 0;
+        let ended = strobe_core::pidfd::ended(&pidfd, 50);
         let over = args.duration.is_some_and(|d| started.elapsed() >= d);
         if ended || over || crate::launch::interrupted() {
             break;
@@ -393,14 +378,7 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
         return attach(args, &settings, pid);
     }
     let runtime = runtime_lib::locate(settings.path(Key::Runtime))?;
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let output_dir = cwd.join(settings.path(Key::OutputDir).unwrap_or(Path::new(".")));
-    std::fs::create_dir_all(&output_dir).with_context(|| {
-        format!(
-            "cannot create the output directory {}",
-            output_dir.display()
-        )
-    })?;
+    let output_dir = output_dir(&settings)?;
     let run_dir =
         crate::sample::lazy_run_dir(output_dir, args.command[0].to_string_lossy().into_owned());
     let collector =
@@ -473,6 +451,16 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
         databases,
         output_dir: run_dir.created().unwrap_or_default(),
     })
+}
+
+/// The `output_dir` setting resolved against the current directory, and
+/// created (an unusable one stops strobe before anything runs).
+pub fn output_dir(settings: &Settings) -> Result<PathBuf> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let dir = cwd.join(settings.path(Key::OutputDir).unwrap_or(Path::new(".")));
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the output directory {}", dir.display()))?;
+    Ok(dir)
 }
 
 /// The run directory of `command` under `output_dir`, created (and

@@ -111,7 +111,9 @@ fn fresh_runtime() -> PathBuf {
     }
 }
 
-fn strobe(args: &[&str], env: &[(&str, &str)]) -> Output {
+/// `strobe` with none of the caller's `STROBE_*` variables and this
+/// build's runtime.
+fn strobe_command() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_strobe"));
     for (k, _) in std::env::vars_os() {
         if k.to_string_lossy().starts_with("STROBE_") {
@@ -119,7 +121,15 @@ fn strobe(args: &[&str], env: &[(&str, &str)]) -> Output {
         }
     }
     cmd.env("STROBE_RUNTIME", fresh_runtime());
-    cmd.args(args).envs(env.iter().copied()).output().unwrap()
+    cmd
+}
+
+fn strobe(args: &[&str], env: &[(&str, &str)]) -> Output {
+    strobe_command()
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
 }
 
 /// `strobe sample -q --output-dir <out> -- <program...>`.
@@ -364,8 +374,7 @@ fn a_program_killed_with_sigkill_keeps_everything_but_the_last_flush_interval() 
     let _turn = one_at_a_time();
     let bin = built();
     let out = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_strobe"))
-        .env("STROBE_RUNTIME", fresh_runtime())
+    let mut child = strobe_command()
         .args([
             "sample",
             "-q",
@@ -841,14 +850,7 @@ fn a_tool_plugin_does_not_hang_a_forked_child_that_calls_exit() {
     // for the parent's callback threads would hang the run).
     let counts = tmp.path().join("counts.txt");
     let done = tmp.path().join("done.txt");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strobe"));
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("STROBE_") {
-            cmd.env_remove(k);
-        }
-    }
-    let mut run = cmd
-        .env("STROBE_RUNTIME", fresh_runtime())
+    let mut run = strobe_command()
         .env("STROBE_TOOL_LIB", &tool)
         .env("COUNT_RECORDS_OUTPUT", &counts)
         .args(["sample", "-q", "--output-dir"])

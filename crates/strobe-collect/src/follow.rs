@@ -10,7 +10,7 @@ use crate::tap::{Batch, Tap};
 use crate::writer::{write, ToWriter};
 use crate::{listen, lock, KernelEvents, Shared, QUEUE_LIMIT};
 use std::collections::{HashMap, HashSet};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
@@ -168,12 +168,8 @@ impl Expected {
         if self.connected.contains(&pid) || self.pending.contains_key(&pid) {
             return;
         }
-        // SAFETY: pidfd_open with a pid and no flags.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
-        if fd >= 0 {
-            // SAFETY: a descriptor the kernel just returned.
-            self.pending
-                .insert(pid, unsafe { OwnedFd::from_raw_fd(fd) });
+        if let Ok(fd) = strobe_core::pidfd::open(pid) {
+            self.pending.insert(pid, fd);
         }
     }
 

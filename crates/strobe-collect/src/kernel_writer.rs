@@ -138,8 +138,7 @@ impl KernelWriter {
                     executable: true,
                     path,
                 }) if path.starts_with('/') => {
-                    if let Some(m) = crate::maps::module_for_mapping(pid, start, offset, len, path)
-                    {
+                    if let Some(m) = crate::maps::module_for_mapping(start, offset, len, path) {
                         self.unwinders
                             .entry(pid)
                             .or_insert_with(|| ProcessUnwinder::for_process(pid))

@@ -138,16 +138,8 @@ pub fn executable_modules(pid: i32) -> Vec<Module> {
 
 /// The module a mapping record announces (`start`, `offset`, `path`),
 /// while the process still has it mapped.
-pub fn module_for_mapping(
-    pid: i32,
-    start: u64,
-    offset: u64,
-    len: u64,
-    path: &str,
-) -> Option<Module> {
+pub fn module_for_mapping(start: u64, offset: u64, len: u64, path: &str) -> Option<Module> {
     let ElfFacts { loads, build_id } = elf_facts(path)?;
-    // The loadable segment that starts at this mapping's file offset was
-    // mapped at `start`.
     // The executable segment whose file range holds the mapping's offset
     // (two segments may share a file page: lld packs small binaries).
     let (vaddr, seg_offset, _, _) = *loads
@@ -158,7 +150,6 @@ pub fn module_for_mapping(
     let bias = start
         .wrapping_add(seg_offset.wrapping_sub(offset))
         .wrapping_sub(vaddr);
-    let _ = pid;
     Some(Module {
         path: path.to_string(),
         bias,

@@ -141,17 +141,18 @@ impl TscMap {
     }
 }
 
-/// Rewrites a copied event's tick timestamp as nanoseconds, no earlier
-/// than `last` (the thread's previous event); returns the time written.
-fn to_monotonic(record: &mut [u8], map: &TscMap, last: u64) -> Option<u64> {
+/// Reads a copied event's head and rewrites a tick timestamp as
+/// nanoseconds, no earlier than `last` (the thread's previous converted
+/// event, updated). `None` for a record too short to hold a head.
+fn to_monotonic(record: &mut [u8], map: &TscMap, last: &mut u64) -> Option<EventHead> {
     let mut head = read::<EventHead>(record)?;
-    if head.flags & event_flags::TSC == 0 {
-        return None;
+    if head.flags & event_flags::TSC != 0 {
+        head.flags &= !event_flags::TSC;
+        head.timestamp_ns = map.ns(head.timestamp_ns).max(*last);
+        *last = head.timestamp_ns;
+        record[..EVENT_HEAD_BYTES].copy_from_slice(head.as_bytes());
     }
-    head.flags &= !event_flags::TSC;
-    head.timestamp_ns = map.ns(head.timestamp_ns).max(last);
-    record[..EVENT_HEAD_BYTES].copy_from_slice(head.as_bytes());
-    Some(head.timestamp_ns)
+    Some(head)
 }
 
 /// One followed process image, as the collector thread sees it.
@@ -234,10 +235,7 @@ impl Tap {
             let (copied, last) = &mut self.event_clock[i as usize];
             let map = TscMap::between(*copied, now);
             batch.copy(&self.segment.event_ring(i), Source::Events, tid, |record| {
-                if let Some(at) = to_monotonic(record, &map, *last) {
-                    *last = at;
-                }
-                let Some(head) = read::<EventHead>(record) else {
+                let Some(head) = to_monotonic(record, &map, last) else {
                     return;
                 };
                 let bytes = &record[EVENT_HEAD_BYTES..];
@@ -317,11 +315,15 @@ mod tests {
         }
         .as_bytes()
         .to_vec();
-        assert_eq!(to_monotonic(&mut record, &map, 1_700), Some(1_700));
-        let head = read::<EventHead>(&record).unwrap();
-        assert_eq!((head.timestamp_ns, head.flags), (1_700, 0));
-        // Already in nanoseconds: left alone.
-        assert_eq!(to_monotonic(&mut record, &map, 0), None);
+        let mut last = 1_700;
+        let head = to_monotonic(&mut record, &map, &mut last).unwrap();
+        assert_eq!((head.timestamp_ns, head.flags, last), (1_700, 0, 1_700));
+        let stored = read::<EventHead>(&record).unwrap();
+        assert_eq!((stored.timestamp_ns, stored.flags), (1_700, 0));
+        // Already in nanoseconds: left alone, `last` untouched.
+        let mut last = 0;
+        let head = to_monotonic(&mut record, &map, &mut last).unwrap();
+        assert_eq!((head.timestamp_ns, last), (1_700, 0));
     }
 
     #[test]

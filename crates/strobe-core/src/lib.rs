@@ -8,6 +8,7 @@
 pub mod clock;
 pub mod duration;
 pub mod output_path;
+pub mod pidfd;
 pub mod settings;
 pub mod shm;
 pub mod thread;

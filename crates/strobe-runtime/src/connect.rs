@@ -32,13 +32,8 @@ pub fn hand_over(name: &str, segment_fd: &OwnedFd) -> io::Result<()> {
     {
         return Err(io::Error::last_os_error());
     }
-    // SAFETY: pidfd_open of our own pid.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) } as i32;
-    if pidfd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a descriptor we just created and own.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+    // SAFETY: getpid has no preconditions.
+    let pidfd = strobe_core::pidfd::open(unsafe { libc::getpid() })?;
     send_fds(&sock, &[segment_fd.as_raw_fd(), pidfd.as_raw_fd()])
 }
 

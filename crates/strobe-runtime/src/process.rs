@@ -286,6 +286,24 @@ fn around_spawn(
     rc
 }
 
+/// `posix_spawn` and `posix_spawnp` (same signature).
+type SpawnFn = unsafe extern "C" fn(
+    *mut libc::pid_t,
+    *const libc::c_char,
+    *const libc::posix_spawn_file_actions_t,
+    *const libc::posix_spawnattr_t,
+    Argv,
+    Argv,
+) -> libc::c_int;
+
+/// The real spawn function behind `which`.
+fn real_spawn(which: &RealFn) -> SpawnFn {
+    let address = which.require();
+    // SAFETY: the address is the next definition of posix_spawn or
+    // posix_spawnp, whose C signature SpawnFn is.
+    unsafe { std::mem::transmute::<usize, SpawnFn>(address) }
+}
+
 /// Interposes `posix_spawn`.
 ///
 /// # Safety
@@ -299,20 +317,10 @@ pub unsafe extern "C" fn posix_spawn(
     argv: Argv,
     envp: Argv,
 ) -> libc::c_int {
-    let real_spawn = real!(
-        REAL_POSIX_SPAWN
-            as fn(
-                *mut libc::pid_t,
-                *const libc::c_char,
-                *const libc::posix_spawn_file_actions_t,
-                *const libc::posix_spawnattr_t,
-                Argv,
-                Argv,
-            ) -> libc::c_int
-    );
+    let spawn = real_spawn(&REAL_POSIX_SPAWN);
     around_spawn(pid, path, false, envp, |child| {
         // SAFETY: forwarding the caller's arguments, with our own pid out.
-        unsafe { real_spawn(child, path, actions, attr, argv, envp) }
+        unsafe { spawn(child, path, actions, attr, argv, envp) }
     })
 }
 
@@ -329,20 +337,10 @@ pub unsafe extern "C" fn posix_spawnp(
     argv: Argv,
     envp: Argv,
 ) -> libc::c_int {
-    let real_spawn = real!(
-        REAL_POSIX_SPAWNP
-            as fn(
-                *mut libc::pid_t,
-                *const libc::c_char,
-                *const libc::posix_spawn_file_actions_t,
-                *const libc::posix_spawnattr_t,
-                Argv,
-                Argv,
-            ) -> libc::c_int
-    );
+    let spawn = real_spawn(&REAL_POSIX_SPAWNP);
     around_spawn(pid, file, true, envp, |child| {
         // SAFETY: forwarding the caller's arguments, with our own pid out.
-        unsafe { real_spawn(child, file, actions, attr, argv, envp) }
+        unsafe { spawn(child, file, actions, attr, argv, envp) }
     })
 }
 
