@@ -77,9 +77,13 @@ impl Errno {
 fn note_child(rt: &crate::state::Runtime, pid: libc::pid_t, reason: u32, target: &[u8]) {
     // A thread without a slot yet (adopted, or started by a raw clone)
     // gets one: an announcement must not be lost.
-    let Some(slot) = crate::threads::slot_of_current_thread(rt) else {
-        return;
-    };
+    if let Some(slot) = crate::threads::slot_of_current_thread(rt) {
+        emit_child(rt, slot, pid, reason, target);
+    }
+}
+
+/// Writes the `CHILD` event into `slot`'s ring.
+fn emit_child(rt: &crate::state::Runtime, slot: u32, pid: libc::pid_t, reason: u32, target: &[u8]) {
     let mut bytes = pid.to_le_bytes().to_vec();
     bytes.extend_from_slice(target);
     crate::events::emit(
@@ -199,20 +203,10 @@ fn note_vfork_child_exec(target_and_reason: impl FnOnce() -> (Vec<u8>, u32)) {
     let (target, reason) = target_and_reason();
     // The suspended parent thread's slot only: claiming one from here would
     // change the parent's state.
-    let Some(slot) = crate::events::my_slot(rt) else {
-        return;
-    };
-    // SAFETY: getpid has no preconditions (the child's own pid).
-    let mut bytes = unsafe { libc::getpid() }.to_le_bytes().to_vec();
-    bytes.extend_from_slice(&target);
-    crate::events::emit(
-        rt,
-        slot,
-        strobe_core::shm::wire::event::CHILD,
-        reason,
-        0,
-        &bytes,
-    );
+    if let Some(slot) = crate::events::my_slot(rt) {
+        // SAFETY: getpid has no preconditions (the child's own pid).
+        emit_child(rt, slot, unsafe { libc::getpid() }, reason, &target);
+    }
 }
 
 static REAL_POPEN: RealFn = RealFn::new(c"popen");
