@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Args;
 use rusqlite::params;
-use strobe_db::{NodeInfo, ProcessInfo, Region, StackFrame, ThreadInfo, Writer, WriterOptions};
+use strobe_db::{
+    NodeInfo, ProcessInfo, Region, SampleMeta, StackFrame, ThreadInfo, Writer, WriterOptions,
+};
 
 /// Arguments of `strobe-bench db`.
 #[derive(Debug, Args)]
@@ -199,7 +201,11 @@ fn write_with_writer(
     for rec in records(n, u64::from(pid)) {
         match rec {
             Rec::Sample { thread, ts, stack } => {
-                wr.append_sample(tracks[thread], ts, &stacks[stack])?;
+                wr.append_sample(
+                    tracks[thread],
+                    SampleMeta::cpu(ts, 1_000_000),
+                    &stacks[stack],
+                )?;
                 last = ts;
             }
             Rec::Region {
@@ -280,7 +286,7 @@ fn write_raw(path: &Path, n: u64, batch: usize, pid: u32) -> anyhow::Result<Dura
     }
     let mut ev = conn.prepare(&format!("INSERT INTO \"rocpd_event{s}\" (category_id, stack_id, correlation_id) VALUES (?1, ?2, ?3)"))?;
     let mut sa = conn.prepare(&format!(
-        "INSERT INTO \"rocpd_sample{s}\" (track_id, timestamp, event_id) VALUES (?1, ?2, ?3)"
+        "INSERT INTO \"rocpd_sample{s}\" (track_id, timestamp, event_id, extdata) VALUES (?1, ?2, ?3, json_object('weight_ns', 1000000))"
     ))?;
     let mut re = conn.prepare(&format!("INSERT INTO \"rocpd_region{s}\" (nid, pid, tid, start, \"end\", name_id, event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"))?;
     let mut begin = conn.prepare("BEGIN")?;

@@ -250,16 +250,25 @@ pub fn collector_options(
     run_dir: Arc<strobe_collect::RunDir>,
     kernel_samples_all: bool,
 ) -> strobe_collect::Options {
-    let timing = |delay: Key, duration: Key| strobe_collect::Timing {
+    let timing = |freq: Key, delay: Key, duration: Key| strobe_collect::Timing {
         delay_ns: settings.duration_ns(delay),
         duration_ns: settings.duration_ns(duration),
+        period_ns: (1e9 / settings.float(freq).max(1e-3)).round() as u64,
     };
     strobe_collect::Options {
         run_dir,
         flush_interval: Duration::from_nanos(settings.duration_ns(Key::FlushInterval).max(1)),
         timing: [
-            timing(Key::SamplingCputimeDelay, Key::SamplingCputimeDuration),
-            timing(Key::SamplingRealtimeDelay, Key::SamplingRealtimeDuration),
+            timing(
+                Key::SamplingCputimeFreq,
+                Key::SamplingCputimeDelay,
+                Key::SamplingCputimeDuration,
+            ),
+            timing(
+                Key::SamplingRealtimeFreq,
+                Key::SamplingRealtimeDelay,
+                Key::SamplingRealtimeDuration,
+            ),
         ],
         windows: settings.windows(Key::TracePeriods).clone(),
         settings: settings
@@ -287,10 +296,12 @@ fn attach(args: &SampleArgs, settings: &Settings, pid: i32) -> Result<Session> {
     let output_dir = output_dir(settings)?;
     let hz = settings.float(Key::SamplingCputimeFreq).round().max(1.0) as u64;
     let stack = settings.int(Key::SamplingStackBytes) as u32 & !7;
-    let events = strobe_collect::KernelEvents::for_process(pid, hz, stack, 128)
+    let off_cpu = settings.bool(Key::SamplingOffCpu);
+    let events = strobe_collect::KernelEvents::for_process(pid, hz, stack, 128, off_cpu)
         .with_context(|| format!("cannot sample process {pid}"))?;
     let mut notes = Vec::new();
     note_system_calls(&mut notes);
+    notes.extend(events.off_cpu_refused.clone());
     for note in &notes {
         eprintln!("strobe: {note}");
     }
@@ -351,9 +362,13 @@ fn kernel_events(
     }
     let hz = settings.float(Key::SamplingCputimeFreq).round().max(1.0) as u64;
     let stack = settings.int(Key::SamplingStackBytes) as u32 & !7;
-    match strobe_collect::KernelEvents::for_children(hz, stack, 128) {
+    // Off-CPU samples cost one stack copy per context switch: only when
+    // the kernel samples everything, not for `auto`'s static programs.
+    let off_cpu = mode == "kernel" && settings.bool(Key::SamplingOffCpu);
+    match strobe_collect::KernelEvents::for_children(hz, stack, 128, off_cpu) {
         Ok(events) => {
             note_system_calls(notes);
+            notes.extend(events.off_cpu_refused.clone());
             Some(events)
         }
         Err(e) => {

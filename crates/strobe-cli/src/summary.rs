@@ -116,18 +116,28 @@ fn region_table(rows: &[StatRow], by: bool) -> (Vec<String>, Vec<Vec<Cell>>) {
     (cols, body)
 }
 
+/// Milliseconds, one decimal.
+fn ms(ns: u64) -> Cell {
+    Cell::Fixed(ns as f64 / 1e6, 1)
+}
+
 fn function_table(rows: &[FunctionRow], by: bool) -> (Vec<String>, Vec<Vec<Cell>>) {
+    let off_cpu = rows.iter().any(|r| r.off_cpu_total_ns > 0);
     let mut cols = proc_cols(by);
     cols.extend(
         [
             "Self (%)",
-            "Self Samples",
+            "Self (ms)",
             "Total (%)",
-            "Total Samples",
-            "Name",
+            "Total (ms)",
+            "Self Samples",
         ]
         .map(String::from),
     );
+    if off_cpu {
+        cols.extend(["Off-CPU Self (ms)", "Off-CPU Total (ms)"].map(String::from));
+    }
+    cols.push("Name".into());
     let body = rows
         .iter()
         .map(|r| {
@@ -138,11 +148,15 @@ fn function_table(rows: &[FunctionRow], by: bool) -> (Vec<String>, Vec<Vec<Cell>
             };
             c.extend([
                 Cell::Fixed(r.self_pct, 1),
-                Cell::Int(r.self_samples as i64),
+                ms(r.self_ns),
                 Cell::Fixed(r.total_pct, 1),
-                Cell::Int(r.total_samples as i64),
-                Cell::Text(r.name.clone()),
+                ms(r.total_ns),
+                Cell::Int(r.self_samples as i64),
             ]);
+            if off_cpu {
+                c.extend([ms(r.off_cpu_self_ns), ms(r.off_cpu_total_ns)]);
+            }
+            c.push(Cell::Text(r.name.clone()));
             c
         })
         .collect();
@@ -150,31 +164,44 @@ fn function_table(rows: &[FunctionRow], by: bool) -> (Vec<String>, Vec<Vec<Cell>
 }
 
 fn thread_table(rows: &[ThreadRow]) -> (Vec<String>, Vec<Vec<Cell>>) {
-    let cols = [
-        "Samples (%)",
-        "Samples",
-        "Regions",
-        "Region Time (ns)",
-        "Lifetime (ns)",
-        "PID",
-        "TID",
-        "Name",
-    ]
-    .map(String::from)
-    .to_vec();
+    let off_cpu = rows.iter().any(|r| r.off_cpu_ns > 0);
+    let mut cols = ["Sampled (%)", "Sampled (ms)", "Samples"]
+        .map(String::from)
+        .to_vec();
+    if off_cpu {
+        cols.push("Off-CPU (ms)".into());
+    }
+    cols.extend(
+        [
+            "Regions",
+            "Region Time (ns)",
+            "Lifetime (ns)",
+            "PID",
+            "TID",
+            "Name",
+        ]
+        .map(String::from),
+    );
     let body = rows
         .iter()
         .map(|r| {
-            vec![
+            let mut c = vec![
                 Cell::Fixed(r.sample_pct, 1),
+                ms(r.sampled_ns),
                 Cell::Int(r.samples as i64),
+            ];
+            if off_cpu {
+                c.push(ms(r.off_cpu_ns));
+            }
+            c.extend([
                 Cell::Int(r.regions as i64),
                 Cell::Int(r.region_total_ns),
                 r.lifetime_ns.map_or(Cell::Null, Cell::Int),
                 Cell::Int(r.pid),
                 Cell::Int(r.tid),
                 r.name.clone().map_or(Cell::Null, Cell::Text),
-            ]
+            ]);
+            c
         })
         .collect();
     (cols, body)
@@ -243,7 +270,8 @@ pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     if let Some(f) = &functions {
         tables.push((
             "functions",
-            "Sampled functions (self = innermost frame, total = anywhere on the stack)",
+            "Sampled functions (self = innermost frame, total = anywhere on the stack; \
+             time = the samples' weights, off-CPU = blocked)",
             function_table(f, a.by_process),
         ));
     }

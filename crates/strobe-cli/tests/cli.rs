@@ -110,9 +110,16 @@ fn write_profile(path: &Path, pid: u32) {
         rel_pc: 0x20,
     };
     for k in 0..3 {
-        w.append_sample(track, 2000 + k, &[leaf, main]).unwrap();
+        w.append_sample(
+            track,
+            strobe_db::SampleMeta::cpu(2000 + k, 1_000_000),
+            &[leaf, main],
+        )
+        .unwrap();
     }
-    w.append_sample(track, 2900, &[main]).unwrap();
+    // One sample standing for three timer periods (expirations merged).
+    w.append_sample(track, strobe_db::SampleMeta::cpu(2900, 3_000_000), &[main])
+        .unwrap();
     w.finish(3000).unwrap();
 }
 
@@ -374,9 +381,14 @@ fn summary_numbers_and_formats() {
     assert_eq!(r[0]["time_pct"], 50.0);
     let f = &json["functions"];
     assert_eq!(f[0]["name"], "app+0x20");
+    // Shares are of time (the samples' weights), not of sample counts.
     assert_eq!(
-        (f[0]["self_samples"].as_u64(), f[0]["self_pct"].as_f64()),
-        (Some(3), Some(75.0))
+        (
+            f[0]["self_samples"].as_u64(),
+            f[0]["self_ns"].as_u64(),
+            f[0]["self_pct"].as_f64()
+        ),
+        (Some(3), Some(3_000_000), Some(50.0))
     );
     let main = f
         .as_array()
@@ -387,9 +399,11 @@ fn summary_numbers_and_formats() {
     assert_eq!(
         (
             main["self_samples"].as_u64(),
-            main["total_samples"].as_u64()
+            main["total_samples"].as_u64(),
+            main["total_ns"].as_u64(),
+            main["total_pct"].as_f64()
         ),
-        (Some(1), Some(4))
+        (Some(1), Some(4), Some(6_000_000), Some(100.0))
     );
     assert_eq!(json["threads"][0]["samples"], 4);
 
@@ -435,7 +449,7 @@ fn summary_numbers_and_formats() {
     ]);
     assert_eq!(
         limited,
-        "# functions\nSelf (%),Self Samples,Total (%),Total Samples,Name\n75,3,75,3,app+0x20\n"
+        "# functions\nSelf (%),Self (ms),Total (%),Total (ms),Self Samples,Name\n50,3,50,3,3,app+0x20\n"
     );
     let table = ok(&["summary", "-i", a.to_str().unwrap()]);
     for needle in [

@@ -221,8 +221,12 @@ fn write_profile(path: &Path, pid: u32) {
         rel_pc,
     };
     for k in 0..4 {
-        w.append_sample(track, 2000 + k, &[frame(0x20), frame(0x10)])
-            .unwrap();
+        w.append_sample(
+            track,
+            strobe_db::SampleMeta::cpu(2000 + k, 1_000_000),
+            &[frame(0x20), frame(0x10)],
+        )
+        .unwrap();
     }
     w.finish(3000).unwrap();
 }

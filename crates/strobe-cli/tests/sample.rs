@@ -61,6 +61,7 @@ fn built() -> PathBuf {
         "short_threads",
         "two_equal_threads",
         "syscall_loop",
+        "off_cpu",
     ] {
         let mut args = flags.to_vec();
         args.extend([
@@ -1142,4 +1143,104 @@ fn the_kernel_sampler_counts_cpu_time_in_system_calls_or_says_it_cannot() {
         .count();
     // 1 s of (mostly system) CPU time at 250 Hz.
     assert!(n >= 150, "{n} samples under syscalls(): {err}");
+}
+
+/// Sum of the weights of the samples of `kind` whose stack holds `function`
+/// (every sample with `function` empty), in ms.
+fn weight_ms(all: &[SampleRow], kind: &str, function: &str) -> f64 {
+    all.iter()
+        .filter(|s| {
+            s.kind == kind && (function.is_empty() || names(s).iter().any(|n| n == function))
+        })
+        .map(|s| s.weight_ns as f64 / 1e6)
+        .sum()
+}
+
+#[test]
+fn sample_weights_add_up_to_the_programs_own_cpu_time_with_either_sampler() {
+    let _turn = one_at_a_time();
+    let bin = built();
+    for sampler in ["signal", "kernel"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = sample_with(
+            tmp.path(),
+            &["--sampler", sampler],
+            &[bin.join("two_equal_threads").to_str().unwrap()],
+        );
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        if err.contains("kernel sampling is off") {
+            eprintln!("skipped the kernel sampler: the kernel refuses sampling events here: {err}");
+            continue;
+        }
+        let own_ms = err
+            .lines()
+            .find_map(|l| l.strip_prefix("process_cpu_ns "))
+            .and_then(|n| n.trim().parse::<f64>().ok())
+            .expect("the program prints its CPU time")
+            / 1e6;
+        let all = samples(&databases(tmp.path())[0]);
+        assert!(
+            all.iter().all(|s| s.weight_ns > 0),
+            "{sampler}: every sample has a weight"
+        );
+        let sampled_ms = weight_ms(&all, "sample", "");
+        assert!(
+            (sampled_ms - own_ms).abs() <= own_ms * 0.02,
+            "{sampler}: samples stand for {sampled_ms:.1} ms of CPU, the program used {own_ms:.1} ms"
+        );
+    }
+}
+
+#[test]
+fn the_kernel_sampler_records_where_threads_block_and_for_how_long() {
+    let _turn = one_at_a_time();
+    let bin = built();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = sample_with(
+        tmp.path(),
+        &["--sampler", "kernel"],
+        &[bin.join("off_cpu").to_str().unwrap()],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    if err.contains("kernel sampling is off") {
+        eprintln!("skipped: the kernel refuses sampling events here: {err}");
+        return;
+    }
+    if err.contains("off-CPU time is not recorded") {
+        assert!(err.contains("perf_event_paranoid"), "{err}");
+        eprintln!("skipped: the kernel refuses context-switch samples here; the run says so");
+        return;
+    }
+    let db = databases(tmp.path())[0].clone();
+    let summary = strobe(&["summary", "-i", db.to_str().unwrap()], &[]);
+    let table = String::from_utf8_lossy(&summary.stdout);
+    assert!(
+        table.contains("Off-CPU Self (ms)"),
+        "the summary shows off-CPU time: {table}"
+    );
+    let all = samples(&db);
+    // 300 ms in nanosleep under wait_here, 200 ms in read under wait_pipe
+    // (and the answering thread's 200 ms usleep), 100 ms of CPU in burn.
+    let slept = weight_ms(&all, "off_cpu", "wait_here");
+    assert!(
+        (250.0..400.0).contains(&slept),
+        "{slept:.1} ms off CPU in wait_here: {err}"
+    );
+    let read = weight_ms(&all, "off_cpu", "wait_pipe");
+    assert!(
+        (150.0..300.0).contains(&read),
+        "{read:.1} ms off CPU in wait_pipe: {err}"
+    );
+    let burned = weight_ms(&all, "sample", "burn");
+    assert!(
+        (70.0..150.0).contains(&burned),
+        "{burned:.1} ms of CPU in burn: {err}"
+    );
+    assert!(
+        weight_ms(&all, "off_cpu", "burn") < 20.0,
+        "a busy function is not off CPU (preemption is not blocking)"
+    );
+    assert_eq!(weight_ms(&all, "sample", "wait_here"), 0.0, "{err}");
 }

@@ -14,6 +14,7 @@ use crate::process::Process;
 use crate::tap::{Batch, Source};
 use crate::Options;
 use std::collections::HashMap;
+use strobe_db::SampleKind;
 use strobe_sampler::{Sample, TimerClock};
 
 /// A kernel record's time: a sample's TIME field, or the `sample_id`
@@ -36,6 +37,21 @@ fn time_of(record: &[u8]) -> u64 {
     }
 }
 
+/// A kernel sample as the database writer takes it (the kernel reads no
+/// CPU time or RSS for it).
+fn kernel_sample(tid: i32, time_ns: u64, complete: bool, frames: &[u64]) -> Sample<'_> {
+    Sample {
+        tid,
+        timestamp_ns: time_ns,
+        cpu_time_ns: 0,
+        peak_rss_kb: 0,
+        clock: TimerClock::ThreadCpu,
+        complete,
+        overruns: 0,
+        frames,
+    }
+}
+
 /// The writer's kernel-sampling state.
 #[derive(Default)]
 pub struct KernelWriter {
@@ -51,6 +67,42 @@ pub struct KernelWriter {
     /// Processes whose main thread exited (finished at the end of the run
     /// or when their pid is reused).
     exited: std::collections::HashSet<i32>,
+    /// Threads that left their CPU: where, by tid, until they come back.
+    off_cpu: HashMap<i32, SwitchedOut>,
+}
+
+/// A thread that left its CPU: its stack then, and whether it blocked
+/// (a preempted thread could have gone on running: not off-CPU time).
+struct SwitchedOut {
+    pid: i32,
+    time_ns: u64,
+    frames: Vec<u64>,
+    complete: bool,
+    blocked: bool,
+}
+
+/// The process image the kernel's records of thread `tid` of `pid` go to:
+/// the runtime's image (when the kernel samples it: `for_all`, or a
+/// thread the runtime cannot sample), else one of the writer's own.
+#[allow(clippy::too_many_arguments)]
+fn route<'p>(
+    own: &'p mut HashMap<i32, Process>,
+    runtime: &HashMap<i32, u64>,
+    threads: &std::collections::HashSet<(i32, i32)>,
+    processes: &'p mut HashMap<u64, Process>,
+    for_all: bool,
+    pid: i32,
+    tid: i32,
+    time_ns: u64,
+) -> Option<&'p mut Process> {
+    match runtime.get(&pid) {
+        Some(id) if for_all || threads.contains(&(pid, tid)) => processes.get_mut(id),
+        Some(_) => None,
+        None => Some(
+            own.entry(pid)
+                .or_insert_with(|| Process::kernel_only(pid, time_ns)),
+        ),
+    }
 }
 
 impl KernelWriter {
@@ -98,18 +150,16 @@ impl KernelWriter {
         for (_, range) in order {
             match decode(&batch.bytes[range.clone()]) {
                 Some(Record::Sample(s)) => {
-                    let target = match self.runtime.get(&s.pid) {
-                        Some(id) if for_all || self.threads.contains(&(s.pid, s.tid)) => {
-                            processes.get_mut(id)
-                        }
-                        Some(_) => None,
-                        None => Some(
-                            self.own
-                                .entry(s.pid)
-                                .or_insert_with(|| Process::kernel_only(s.pid, s.time_ns)),
-                        ),
-                    };
-                    let Some(target) = target else {
+                    let Some(target) = route(
+                        &mut self.own,
+                        &self.runtime,
+                        &self.threads,
+                        processes,
+                        for_all,
+                        s.pid,
+                        s.tid,
+                        s.time_ns,
+                    ) else {
                         continue;
                     };
                     let unwinder = self
@@ -118,17 +168,75 @@ impl KernelWriter {
                         .or_insert_with(|| ProcessUnwinder::for_process(s.pid));
                     let (frames, complete) =
                         unwinder.unwind(s.ip, s.sp, s.bp, s.stack, options.max_depth);
-                    let sample = Sample {
-                        tid: s.tid,
-                        timestamp_ns: s.time_ns,
-                        cpu_time_ns: 0,
-                        peak_rss_kb: 0,
-                        clock: TimerClock::ThreadCpu,
-                        complete,
-                        overruns: 0,
-                        frames: &frames,
+                    let sample = kernel_sample(s.tid, s.time_ns, complete, &frames);
+                    let weight = s.period;
+                    target.kernel_sample(
+                        &sample,
+                        SampleKind::Cpu,
+                        weight,
+                        &unwinder.modules,
+                        options,
+                    );
+                }
+                Some(Record::SwitchSample(s)) => {
+                    let unwinder = self
+                        .unwinders
+                        .entry(s.pid)
+                        .or_insert_with(|| ProcessUnwinder::for_process(s.pid));
+                    let (frames, complete) =
+                        unwinder.unwind(s.ip, s.sp, s.bp, s.stack, options.max_depth);
+                    self.off_cpu.insert(
+                        s.tid,
+                        SwitchedOut {
+                            pid: s.pid,
+                            time_ns: s.time_ns,
+                            frames,
+                            complete,
+                            blocked: false,
+                        },
+                    );
+                }
+                Some(Record::Switch {
+                    tid,
+                    out: true,
+                    preempted,
+                    ..
+                }) => {
+                    if preempted {
+                        self.off_cpu.remove(&tid);
+                    } else if let Some(switched) = self.off_cpu.get_mut(&tid) {
+                        switched.blocked = true;
+                    }
+                }
+                Some(Record::Switch {
+                    tid,
+                    time_ns,
+                    out: false,
+                    ..
+                }) => {
+                    let Some(switched) = self.off_cpu.remove(&tid).filter(|s| s.blocked) else {
+                        continue;
                     };
-                    target.kernel_sample(&sample, &unwinder.modules, options);
+                    let Some(target) = route(
+                        &mut self.own,
+                        &self.runtime,
+                        &self.threads,
+                        processes,
+                        for_all,
+                        switched.pid,
+                        tid,
+                        switched.time_ns,
+                    ) else {
+                        continue;
+                    };
+                    let modules = self
+                        .unwinders
+                        .get(&switched.pid)
+                        .map_or(&[][..], |u| &u.modules[..]);
+                    let sample =
+                        kernel_sample(tid, switched.time_ns, switched.complete, &switched.frames);
+                    let weight = time_ns.saturating_sub(switched.time_ns);
+                    target.kernel_sample(&sample, SampleKind::OffCpu, weight, modules, options);
                 }
                 Some(Record::Mmap {
                     pid,
@@ -162,8 +270,11 @@ impl KernelWriter {
                     pid,
                     tid,
                     exit: true,
-                }) if pid == tid => {
-                    self.exited.insert(pid);
+                }) => {
+                    self.off_cpu.remove(&tid);
+                    if pid == tid {
+                        self.exited.insert(pid);
+                    }
                 }
                 Some(Record::Comm { pid, exec: true }) => {
                     // A new image: new modules, a new database.

@@ -54,6 +54,9 @@ pub struct Timing {
     pub delay_ns: u64,
     /// Nothing counts after delay + this (0 = until the end).
     pub duration_ns: u64,
+    /// The sampling period (ns of the timer's clock): what one sample
+    /// stands for.
+    pub period_ns: u64,
 }
 
 /// What the collector needs to know.

@@ -17,7 +17,8 @@ use std::sync::Arc;
 use strobe_core::clock::now_ns;
 use strobe_core::shm::segment::{exec_reason, slot_state, state, Segment};
 use strobe_core::shm::wire::{decode_event, event, info, info_entries, read, ModuleBody, XptiBody};
-use strobe_db::{ProcessInfo, WriterOptions};
+use strobe_db::{ProcessInfo, SampleKind, WriterOptions};
+use strobe_sampler::TimerClock;
 
 /// What the runtime said about the process.
 pub struct Described {
@@ -187,6 +188,29 @@ impl Process {
         }
     }
 
+    /// The runtime of a process the kernel already sampled announced
+    /// itself: when `before` is the same image (same executable), what it
+    /// recorded goes on in one database. Returns `before` otherwise (an
+    /// earlier image, to be finished on its own).
+    pub fn continue_from(&mut self, mut before: Process) -> Option<Process> {
+        let same_file = |a: &str, b: &str| {
+            !a.is_empty()
+                && (a == b
+                    || std::fs::canonicalize(a)
+                        .is_ok_and(|x| std::fs::canonicalize(b).is_ok_and(|y| x == y)))
+        };
+        if self.profile.is_some() || !same_file(&before.described.exe, &self.described.exe) {
+            return Some(before);
+        }
+        self.profile = before.profile.take();
+        self.sampled.extend(before.sampled.drain());
+        for (t, b) in self.totals.iter_mut().zip(before.totals) {
+            *t += b;
+        }
+        self.notes.append(&mut before.notes);
+        None
+    }
+
     /// The command line, for messages.
     pub fn command(&self) -> String {
         self.described.command()
@@ -256,8 +280,13 @@ impl Process {
                     self.find_unannounced_modules(sample.frames);
                     self.sampled.insert(sample.tid);
                     let modules = std::mem::take(&mut self.modules);
+                    let (kind, timing) = match sample.clock {
+                        TimerClock::ThreadCpu => (SampleKind::Cpu, &options.timing[0]),
+                        TimerClock::Realtime => (SampleKind::Wall, &options.timing[1]),
+                    };
+                    let weight = timing.period_ns * (1 + u64::from(sample.overruns));
                     if let Some(profile) = self.profile(options) {
-                        let r = profile.sample(&sample, &modules);
+                        let r = profile.sample(&sample, kind, weight, &modules);
                         profile.note(r);
                     }
                     self.modules = modules;
@@ -284,10 +313,13 @@ impl Process {
         self.kernel_tids.insert(tid);
     }
 
-    /// Records one sample the kernel took, unwound against `modules`.
+    /// Records one sample the kernel took, of `kind`, standing for
+    /// `weight_ns`, unwound against `modules`.
     pub fn kernel_sample(
         &mut self,
         sample: &strobe_sampler::Sample<'_>,
+        kind: SampleKind,
+        weight_ns: u64,
         modules: &[Module],
         options: &Options,
     ) {
@@ -297,7 +329,7 @@ impl Process {
             self.totals[4] += 1;
         }
         if let Some(profile) = self.profile(options) {
-            let r = profile.sample(sample, modules);
+            let r = profile.sample(sample, kind, weight_ns, modules);
             profile.note(r);
         }
     }

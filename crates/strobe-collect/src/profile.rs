@@ -9,8 +9,8 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use strobe_db::{
-    Arg, CounterId, CounterInfo, DbError, ModuleId, ModuleRow, ProcessInfo, Region, StackFrame,
-    StringId, ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions,
+    Arg, CounterId, CounterInfo, DbError, ModuleId, ModuleRow, ProcessInfo, Region, SampleKind,
+    SampleMeta, StackFrame, StringId, ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions,
 };
 use strobe_sampler::Sample;
 
@@ -166,8 +166,15 @@ impl Profile {
         Ok(())
     }
 
-    /// One sample; `modules` are every module the process announced.
-    pub fn sample(&mut self, s: &Sample<'_>, modules: &[Module]) -> Result<()> {
+    /// One sample of `kind` standing for `weight_ns`; `modules` are every
+    /// module the process announced.
+    pub fn sample(
+        &mut self,
+        s: &Sample<'_>,
+        kind: SampleKind,
+        weight_ns: u64,
+        modules: &[Module],
+    ) -> Result<()> {
         let (_, track) = self.thread(s.tid, None)?;
         let mut frames = std::mem::take(&mut self.frames);
         frames.clear();
@@ -188,10 +195,12 @@ impl Profile {
             let (module, rel_pc) = hit.unwrap_or((None, at));
             frames.push(StackFrame { module, rel_pc });
         }
-        let result = self
-            .writer
-            .append_sample(track, s.timestamp_ns, &frames)
-            .map(|_| ());
+        let meta = SampleMeta {
+            timestamp_ns: s.timestamp_ns,
+            kind,
+            weight_ns,
+        };
+        let result = self.writer.append_sample(track, meta, &frames).map(|_| ());
         self.frames = frames;
         result?;
         self.rows += 1;

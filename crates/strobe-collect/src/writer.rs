@@ -40,10 +40,12 @@ pub fn write(shared: &Shared, from: mpsc::Receiver<ToWriter>) {
     for message in from {
         match message {
             ToWriter::Started { id, pid, segment } => {
-                if let Some(before) = kernel.runtime_started(pid, id) {
-                    report_finished(shared, before, true);
+                let mut process = Process::new(pid, segment);
+                let before = kernel.runtime_started(pid, id);
+                if let Some(earlier) = before.and_then(|b| process.continue_from(b)) {
+                    report_finished(shared, earlier, true);
                 }
-                processes.insert(id, Process::new(pid, segment));
+                processes.insert(id, process);
             }
             ToWriter::KernelThread { pid, tid } => {
                 let image = kernel.thread_sampled(pid, tid);

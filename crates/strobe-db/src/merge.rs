@@ -120,9 +120,10 @@ pub fn merge(
                         )
                         .at(input)?;
                     conn.execute_batch(&ddl).at(&partial)?;
+                    let columns = stored_columns(&conn, &name).at(&partial)?;
                     let n = conn
                         .execute(
-                            &format!("INSERT INTO main.\"{name}\" SELECT * FROM src.\"{name}\""),
+                            &format!("INSERT INTO main.\"{name}\" ({columns}) SELECT {columns} FROM src.\"{name}\""),
                             [],
                         )
                         .at(input)? as u64;
@@ -188,4 +189,18 @@ fn count_rows(path: &Path, suffixes: &[String]) -> Result<u64> {
         }
     }
     Ok(total)
+}
+
+/// The stored (not generated) columns of table `name` in `main`, quoted
+/// and comma-separated: what an `INSERT … SELECT` may name.
+fn stored_columns(conn: &Connection, name: &str) -> rusqlite::Result<String> {
+    let mut st = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
+    let names = st
+        .query_map([name], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(names
+        .iter()
+        .map(|n| format!("\"{}\"", n.replace('"', "\"\"")))
+        .collect::<Vec<_>>()
+        .join(", "))
 }

@@ -139,8 +139,20 @@ pub struct SampleRow {
     pub track: Option<String>,
     /// Call site row id of the leaf.
     pub stack_id: Option<i64>,
+    /// What it measured: `sample` (CPU time), `wall_sample` or `off_cpu`
+    /// (see [`crate::SampleKind`]).
+    pub kind: String,
+    /// The time it stands for (ns); 0 when the database holds no weight.
+    pub weight_ns: u64,
     /// Frames, innermost first.
     pub frames: Vec<ResolvedFrame>,
+}
+
+impl SampleRow {
+    /// Whether it measured CPU time (`sample`).
+    pub fn is_cpu(&self) -> bool {
+        self.kind == crate::SampleKind::Cpu.category()
+    }
 }
 
 /// One point of a counter time series.
@@ -422,12 +434,12 @@ impl Profile {
         )
     }
 
-    /// Samples ordered by timestamp, each with its stack resolved (leaf
-    /// first). Frame and call-site lookups are cached per distinct value.
-    pub fn samples(&self) -> Result<impl Iterator<Item = Result<SampleRow>> + '_> {
-        let rows = RowStream::new(
+    /// Samples ordered by timestamp without their stacks (`frames` stays
+    /// empty; resolve one with [`Profile::resolve_stack`] when needed).
+    pub fn samples_unresolved(&self) -> Result<RowStream<'_, SampleRow>> {
+        RowStream::new(
             &self.conn,
-            "SELECT guid, pid, tid, timestamp, name, stack_id FROM samples ORDER BY timestamp, guid, tid",
+            "SELECT guid, pid, tid, timestamp, track, stack_id, kind, weight_ns FROM strobe_samples ORDER BY timestamp, guid, tid",
             &[],
             |r| {
                 Ok(SampleRow {
@@ -437,12 +449,19 @@ impl Profile {
                     timestamp: r.get(3)?,
                     track: r.get(4)?,
                     stack_id: r.get(5)?,
+                    kind: r.get::<_, Option<String>>(6)?.unwrap_or_default(),
+                    weight_ns: r.get::<_, Option<i64>>(7)?.unwrap_or(0).max(0) as u64,
                     frames: Vec::new(),
                 })
             },
             self.path(),
-        )?;
-        Ok(rows.map(move |s| {
+        )
+    }
+
+    /// Samples ordered by timestamp, each with its stack resolved (leaf
+    /// first). Frame and call-site lookups are cached per distinct value.
+    pub fn samples(&self) -> Result<impl Iterator<Item = Result<SampleRow>> + '_> {
+        Ok(self.samples_unresolved()?.map(move |s| {
             let mut s = s?;
             if let Some(id) = s.stack_id {
                 s.frames = self.resolve_stack(&s.guid, id)?;

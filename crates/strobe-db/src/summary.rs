@@ -2,7 +2,8 @@
 //!
 //! Owns the numbers behind `strobe summary`: per-name region statistics
 //! (total, instances, average, median, min, max, standard deviation, share),
-//! per-function sample counts (self and inclusive) and per-thread totals.
+//! per-function samples and the time they stand for (self and inclusive,
+//! on and off CPU, from each sample's weight) and per-thread totals.
 //! Memory grows with the number of distinct names, call stacks and threads,
 //! never with the number of rows: medians and deviations are computed in a
 //! second streaming pass over rows sorted by SQLite. It never formats or
@@ -50,14 +51,24 @@ pub struct FunctionRow {
     pub pid: Option<i64>,
     /// Process guid when grouped by process.
     pub guid: Option<String>,
-    /// Samples whose innermost frame is this function.
+    /// On-CPU samples whose innermost frame is this function.
     pub self_samples: u64,
-    /// `self_samples` as a percentage of all samples (of the process).
+    /// Time those samples stand for (ns, the sum of their weights).
+    pub self_ns: u64,
+    /// `self_ns` as a percentage of all on-CPU time sampled (of the
+    /// process); of all samples for databases without weights.
     pub self_pct: f64,
-    /// Samples with this function anywhere on the stack (counted once per sample).
+    /// On-CPU samples with this function anywhere on the stack (counted
+    /// once per sample).
     pub total_samples: u64,
-    /// `total_samples` as a percentage of all samples (of the process).
+    /// Time those samples stand for (ns).
+    pub total_ns: u64,
+    /// `total_ns` as a percentage of all on-CPU time sampled (of the process).
     pub total_pct: f64,
+    /// Off-CPU time (blocked) with this function innermost (ns).
+    pub off_cpu_self_ns: u64,
+    /// Off-CPU time with this function anywhere on the stack (ns).
+    pub off_cpu_total_ns: u64,
     /// Function name, or `module+0xoffset` before symbolization, or
     /// `[no stack]` for samples without a call stack.
     pub name: String,
@@ -74,10 +85,15 @@ pub struct ThreadRow {
     pub tid: i64,
     /// Thread name.
     pub name: Option<String>,
-    /// Samples taken on the thread.
+    /// On-CPU samples taken on the thread.
     pub samples: u64,
-    /// Share of all samples, in percent (of the process when grouped).
+    /// Time they stand for (ns, the sum of their weights).
+    pub sampled_ns: u64,
+    /// Share of all on-CPU time sampled, in percent (of the process when
+    /// grouped); of all samples for databases without weights.
     pub sample_pct: f64,
+    /// Time the thread was seen blocked (off-CPU samples, ns).
+    pub off_cpu_ns: u64,
     /// Regions recorded on the thread.
     pub regions: u64,
     /// Sum of region durations (ns), nested regions counted each.
@@ -222,28 +238,83 @@ pub fn duration_summary(
     Ok(out)
 }
 
-/// Sampled functions: self and inclusive sample counts per function name
-/// (per process with `by_process`), sorted by self samples, then inclusive.
-pub fn function_summary(p: &Profile, by_process: bool) -> Result<Vec<FunctionRow>> {
-    let conn = p.connection();
+/// Samples and the time they stand for, on and off CPU.
+#[derive(Debug, Clone, Copy, Default)]
+struct Weights {
+    samples: u64,
+    ns: u64,
+    off_cpu_ns: u64,
+}
+
+impl Weights {
+    fn add(&mut self, w: &Weights) {
+        self.samples += w.samples;
+        self.ns += w.ns;
+        self.off_cpu_ns += w.off_cpu_ns;
+    }
+
+    /// `self` as a percentage of `all`: by time, or by count when the
+    /// database holds no weights.
+    fn pct_of(&self, all: &Weights) -> f64 {
+        if all.ns > 0 {
+            self.ns as f64 * 100.0 / all.ns as f64
+        } else if all.samples > 0 {
+            self.samples as f64 * 100.0 / all.samples as f64
+        } else {
+            0.0
+        }
+    }
+}
+
+/// One group of samples: process guid, pid, the grouping key's value and
+/// the group's weights.
+type WeightGroup = (String, i64, Option<i64>, Weights);
+
+/// Reads the sample weights grouped by process and `key` (an SQL column
+/// of `strobe_samples`).
+fn grouped_weights(p: &Profile, key: &str) -> Result<Vec<WeightGroup>> {
     let path = p.files().first().cloned().unwrap_or_default();
-    let mut selfc: HashMap<(Option<String>, String), u64> = HashMap::new();
-    let mut incl: HashMap<(Option<String>, String), u64> = HashMap::new();
-    let mut totals: HashMap<Option<String>, u64> = HashMap::new();
-    let mut pids: HashMap<String, i64> = HashMap::new();
-    let mut st = conn
-        .prepare("SELECT guid, MIN(pid), stack_id, COUNT(*) FROM samples GROUP BY guid, stack_id")
-        .at(&path)?;
+    let off = crate::SampleKind::OffCpu.category();
+    let sql = format!(
+        "SELECT guid, MIN(pid), {key}, SUM(kind IS NOT '{off}'), \
+         SUM(CASE WHEN kind IS NOT '{off}' THEN COALESCE(weight_ns, 0) END), \
+         SUM(CASE WHEN kind IS '{off}' THEN COALESCE(weight_ns, 0) END) \
+         FROM strobe_samples GROUP BY guid, {key}"
+    );
+    let mut st = p.connection().prepare(&sql).at(&path)?;
     let mut rows = st.query([]).at(&path)?;
-    let mut names = HashSet::new();
+    let mut out = Vec::new();
     while let Some(r) = rows.next().at(&path)? {
-        let guid: String = r.get(0).at(&path)?;
-        let pid: i64 = r.get(1).at(&path)?;
-        let stack: Option<i64> = r.get(2).at(&path)?;
-        let n = r.get::<_, i64>(3).at(&path)? as u64;
+        let n = |i: usize| -> Result<u64> {
+            Ok(r.get::<_, Option<i64>>(i).at(&path)?.unwrap_or(0).max(0) as u64)
+        };
+        out.push((
+            r.get(0).at(&path)?,
+            r.get(1).at(&path)?,
+            r.get(2).at(&path)?,
+            Weights {
+                samples: n(3)?,
+                ns: n(4)?,
+                off_cpu_ns: n(5)?,
+            },
+        ));
+    }
+    Ok(out)
+}
+
+/// Sampled functions: self and inclusive samples and time per function
+/// name, on and off CPU (per process with `by_process`), sorted by self
+/// time, then inclusive.
+pub fn function_summary(p: &Profile, by_process: bool) -> Result<Vec<FunctionRow>> {
+    let mut selfw: HashMap<(Option<String>, String), Weights> = HashMap::new();
+    let mut incl: HashMap<(Option<String>, String), Weights> = HashMap::new();
+    let mut totals: HashMap<Option<String>, Weights> = HashMap::new();
+    let mut pids: HashMap<String, i64> = HashMap::new();
+    let mut names = HashSet::new();
+    for (guid, pid, stack, w) in grouped_weights(p, "stack_id")? {
         pids.insert(guid.clone(), pid);
         let gk = by_process.then(|| guid.clone());
-        *totals.entry(gk.clone()).or_default() += n;
+        totals.entry(gk.clone()).or_default().add(&w);
         let frames = match stack {
             Some(s) => p.resolve_stack(&guid, s)?,
             None => Vec::new(),
@@ -251,7 +322,7 @@ pub fn function_summary(p: &Profile, by_process: bool) -> Result<Vec<FunctionRow
         let leaf = frames
             .first()
             .map_or_else(|| "[no stack]".to_string(), |f| f.display_name());
-        *selfc.entry((gk.clone(), leaf.clone())).or_default() += n;
+        selfw.entry((gk.clone(), leaf.clone())).or_default().add(&w);
         names.clear();
         if frames.is_empty() {
             names.insert(leaf);
@@ -260,32 +331,40 @@ pub fn function_summary(p: &Profile, by_process: bool) -> Result<Vec<FunctionRow
             names.insert(f.display_name());
         }
         for name in names.drain() {
-            *incl.entry((gk.clone(), name)).or_default() += n;
+            incl.entry((gk.clone(), name)).or_default().add(&w);
         }
     }
     let mut out: Vec<FunctionRow> = incl
         .into_iter()
         .map(|((guid, name), total)| {
-            let s = selfc
+            let own = selfw
                 .get(&(guid.clone(), name.clone()))
                 .copied()
-                .unwrap_or(0);
-            let all = totals.get(&guid).copied().unwrap_or(0).max(1) as f64;
+                .unwrap_or_default();
+            let all = totals.get(&guid).copied().unwrap_or_default();
             FunctionRow {
                 pid: guid.as_ref().and_then(|g| pids.get(g).copied()),
-                self_samples: s,
-                self_pct: s as f64 * 100.0 / all,
-                total_samples: total,
-                total_pct: total as f64 * 100.0 / all,
+                self_samples: own.samples,
+                self_ns: own.ns,
+                self_pct: own.pct_of(&all),
+                total_samples: total.samples,
+                total_ns: total.ns,
+                total_pct: total.pct_of(&all),
+                off_cpu_self_ns: own.off_cpu_ns,
+                off_cpu_total_ns: total.off_cpu_ns,
                 guid,
                 name,
             }
         })
         .collect();
+    // Wall-clock order: time on and off CPU together (just on-CPU time,
+    // or samples, when nothing was recorded off CPU).
     out.sort_by(|a, b| {
         a.guid
             .cmp(&b.guid)
+            .then((b.self_ns + b.off_cpu_self_ns).cmp(&(a.self_ns + a.off_cpu_self_ns)))
             .then(b.self_samples.cmp(&a.self_samples))
+            .then((b.total_ns + b.off_cpu_total_ns).cmp(&(a.total_ns + a.off_cpu_total_ns)))
             .then(b.total_samples.cmp(&a.total_samples))
             .then(a.name.cmp(&b.name))
     });
@@ -316,7 +395,9 @@ pub fn thread_summary(p: &Profile, by_process: bool) -> Result<Vec<ThreadRow>> {
                     tid,
                     name: r.get(3).at(&path)?,
                     samples: 0,
+                    sampled_ns: 0,
                     sample_pct: 0.0,
+                    off_cpu_ns: 0,
                     regions: 0,
                     region_total_ns: 0,
                     lifetime_ns: s.zip(e).map(|(s, e)| e - s),
@@ -324,19 +405,11 @@ pub fn thread_summary(p: &Profile, by_process: bool) -> Result<Vec<ThreadRow>> {
             );
         }
     }
-    {
-        let mut st = conn
-            .prepare("SELECT guid, tid, COUNT(*) FROM samples GROUP BY guid, tid")
-            .at(&path)?;
-        let mut q = st.query([]).at(&path)?;
-        while let Some(r) = q.next().at(&path)? {
-            let key = (
-                r.get::<_, String>(0).at(&path)?,
-                r.get::<_, i64>(1).at(&path)?,
-            );
-            if let Some(t) = rows.get_mut(&key) {
-                t.samples = r.get::<_, i64>(2).at(&path)? as u64;
-            }
+    for (guid, _, tid, w) in grouped_weights(p, "tid")? {
+        if let Some(t) = rows.get_mut(&(guid, tid.unwrap_or(-1))) {
+            t.samples = w.samples;
+            t.sampled_ns = w.ns;
+            t.off_cpu_ns = w.off_cpu_ns;
         }
     }
     {
@@ -355,29 +428,32 @@ pub fn thread_summary(p: &Profile, by_process: bool) -> Result<Vec<ThreadRow>> {
             }
         }
     }
-    let mut totals: HashMap<Option<String>, u64> = HashMap::new();
+    let weights = |t: &ThreadRow| Weights {
+        samples: t.samples,
+        ns: t.sampled_ns,
+        off_cpu_ns: t.off_cpu_ns,
+    };
+    let mut totals: HashMap<Option<String>, Weights> = HashMap::new();
     for t in rows.values() {
-        *totals
+        totals
             .entry(by_process.then(|| t.guid.clone()))
-            .or_default() += t.samples;
+            .or_default()
+            .add(&weights(t));
     }
     let mut out: Vec<ThreadRow> = rows.into_values().collect();
     for t in &mut out {
         let all = totals
             .get(&by_process.then(|| t.guid.clone()))
             .copied()
-            .unwrap_or(0);
-        t.sample_pct = if all > 0 {
-            t.samples as f64 * 100.0 / all as f64
-        } else {
-            0.0
-        };
+            .unwrap_or_default();
+        t.sample_pct = weights(t).pct_of(&all);
     }
     out.sort_by(|a, b| {
         let ga = by_process.then_some(&a.guid);
         let gb = by_process.then_some(&b.guid);
         ga.cmp(&gb)
-            .then(b.samples.cmp(&a.samples))
+            .then(b.sample_pct.total_cmp(&a.sample_pct))
+            .then(b.off_cpu_ns.cmp(&a.off_cpu_ns))
             .then(b.region_total_ns.cmp(&a.region_total_ns))
             .then(a.pid.cmp(&b.pid))
             .then(a.tid.cmp(&b.tid))

@@ -251,6 +251,56 @@ pub struct Region<'a> {
     pub args: &'a [Arg<'a>],
 }
 
+/// What a call-stack sample measured; stored as the category of its event
+/// (the `category` column of the `samples` view).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SampleKind {
+    /// CPU time: a CPU-time timer or the kernel's task clock (`sample`).
+    Cpu = 0,
+    /// Wall-clock time: a real-time timer, running or not (`wall_sample`).
+    Wall = 1,
+    /// Time the thread spent blocked, sampled where it blocked (`off_cpu`).
+    OffCpu = 2,
+}
+
+impl SampleKind {
+    /// Number of kinds.
+    pub const COUNT: usize = 3;
+
+    /// The event category string of this kind.
+    pub fn category(self) -> &'static str {
+        match self {
+            SampleKind::Cpu => "sample",
+            SampleKind::Wall => "wall_sample",
+            SampleKind::OffCpu => "off_cpu",
+        }
+    }
+}
+
+/// When a sample was taken, what it measured and how much time it stands
+/// for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleMeta {
+    /// When (ns, the run's clock).
+    pub timestamp_ns: u64,
+    /// What it measured.
+    pub kind: SampleKind,
+    /// The time it stands for (ns): the sampling period times the timer
+    /// expirations it represents, or the blocked time of an off-CPU sample.
+    pub weight_ns: u64,
+}
+
+impl SampleMeta {
+    /// A CPU-time sample at `timestamp_ns` standing for `weight_ns`.
+    pub fn cpu(timestamp_ns: u64, weight_ns: u64) -> SampleMeta {
+        SampleMeta {
+            timestamp_ns,
+            kind: SampleKind::Cpu,
+            weight_ns,
+        }
+    }
+}
+
 /// Totals written by [`Writer::finish`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WriterTotals {
@@ -321,7 +371,7 @@ impl Stmts {
             event: keep(conn.prepare(&format!("INSERT INTO \"rocpd_event{s}\" (category_id, stack_id, correlation_id) VALUES (?1, ?2, ?3)"))?),
             arg: keep(conn.prepare(&format!("INSERT INTO \"rocpd_arg{s}\" (event_id, position, type, name, value) VALUES (?1, ?2, ?3, ?4, ?5)"))?),
             region: keep(conn.prepare(&format!("INSERT INTO \"rocpd_region{s}\" (nid, pid, tid, start, \"end\", name_id, event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"))?),
-            sample: keep(conn.prepare(&format!("INSERT INTO \"rocpd_sample{s}\" (track_id, timestamp, event_id) VALUES (?1, ?2, ?3)"))?),
+            sample: keep(conn.prepare(&format!("INSERT INTO \"rocpd_sample{s}\" (track_id, timestamp, event_id, extdata) VALUES (?1, ?2, ?3, json_object('weight_ns', ?4))"))?),
             module: keep(conn.prepare(&format!("INSERT INTO \"strobe_module{s}\" (pid, path, build_id, load_address, size, file_offset, load_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"))?),
             frame: keep(conn.prepare(&format!("INSERT INTO \"strobe_frame{s}\" (module_id, rel_pc) VALUES (?1, ?2)"))?),
             callsite: keep(conn.prepare(&format!("INSERT INTO \"strobe_callsite{s}\" (parent_id, frame_id, depth) VALUES (?1, ?2, ?3)"))?),
@@ -363,11 +413,11 @@ pub struct Writer {
     in_tx: bool,
     rows_in_tx: usize,
     last_commit: Instant,
-    sample_category: Option<i64>,
+    sample_categories: [Option<i64>; SampleKind::COUNT],
     /// The event row shared by every sample with the same call stack
     /// (samples carry no per-sample event data): call site → event id.
     /// Grows with the distinct stacks, like the call-site cache.
-    sample_events: std::collections::HashMap<i64, i64>,
+    sample_events: std::collections::HashMap<(usize, i64), i64>,
     totals: WriterTotals,
     finished: bool,
     /// Boxed so its address never changes while `stmts` borrow it.
@@ -567,7 +617,7 @@ impl Writer {
             in_tx: false,
             rows_in_tx: 0,
             last_commit: Instant::now(),
-            sample_category: None,
+            sample_categories: [None; SampleKind::COUNT],
             sample_events: std::collections::HashMap::new(),
             totals: WriterTotals::default(),
             finished: false,
@@ -867,25 +917,27 @@ impl Writer {
     }
 
     /// Appends one sample: `frames` leaf first, on `track` (a thread's
-    /// sample track from [`Writer::add_track`]) at `timestamp_ns`. Writes an
-    /// event (category `sample`, `stack_id` = the interned call site) and a
-    /// `rocpd_sample` row.
+    /// sample track from [`Writer::add_track`]). Writes an event (category
+    /// = the sample's kind, `stack_id` = the interned call site; one per
+    /// kind and call site) and a `rocpd_sample` row whose `extdata` holds
+    /// the weight (`{"weight_ns":N}`).
     pub fn append_sample(
         &mut self,
         track: TrackId,
-        timestamp_ns: u64,
+        sample: SampleMeta,
         frames: &[StackFrame],
     ) -> Result<EventId> {
-        let cat = match self.sample_category {
+        let kind = sample.kind as usize;
+        let cat = match self.sample_categories[kind] {
             Some(c) => c,
             None => {
-                let c = self.intern_string("sample")?.0;
-                self.sample_category = Some(c);
+                let c = self.intern_string(sample.kind.category())?.0;
+                self.sample_categories[kind] = Some(c);
                 c
             }
         };
         let stack = self.intern_stack(frames)?;
-        let key = stack.map_or(0, |c| c.0);
+        let key = (kind, stack.map_or(0, |c| c.0));
         let ev = match self.sample_events.get(&key) {
             Some(&id) => EventId(id),
             None => {
@@ -897,7 +949,12 @@ impl Writer {
         self.begin_row()?;
         {
             let st = &mut self.stmts.sample;
-            st.execute(params![track.0, i(timestamp_ns), ev.0])
+            st.execute(params![
+                track.0,
+                i(sample.timestamp_ns),
+                ev.0,
+                i(sample.weight_ns)
+            ])
         }
         .at(&self.path)?;
         self.totals.samples += 1;

@@ -135,8 +135,12 @@ fn memory_structure_is_bounded_by_distinct_values_and_batch() {
     let mut max_pending = 0;
     for round in 0..4u64 {
         for k in 0..5_000u64 {
-            w.append_sample(track, round * 10_000 + k, &stacks[(k % 8) as usize])
-                .unwrap();
+            w.append_sample(
+                track,
+                strobe_db::SampleMeta::cpu(round * 10_000 + k, 1_000_000),
+                &stacks[(k % 8) as usize],
+            )
+            .unwrap();
             max_pending = max_pending.max(w.pending_rows());
         }
         sizes.push(w.cache_sizes());
@@ -303,7 +307,8 @@ fn writer_symbolizes_frames_during_the_run() {
         module: Some(m),
         rel_pc: 0x44,
     };
-    w.append_sample(track, 5, &[leaf]).unwrap();
+    w.append_sample(track, strobe_db::SampleMeta::cpu(5, 1_000_000), &[leaf])
+        .unwrap();
     let f = w.intern_frame(leaf).unwrap();
     w.set_frame_symbols(&[FrameSymbols {
         frame: f,

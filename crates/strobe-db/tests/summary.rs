@@ -224,3 +224,75 @@ fn time_window_restricts_views() {
     p.set_window(None, None).unwrap();
     assert_eq!(p.regions().unwrap().count(), 5);
 }
+
+#[test]
+fn off_cpu_time_is_summed_apart_from_cpu_time_and_shares_follow_weights() {
+    use strobe_db::{SampleKind, SampleMeta, StackFrame};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.db");
+    let mut w = strobe_db::Writer::create(&path, &common::process(5), common::opts()).unwrap();
+    let t = w
+        .add_thread(&strobe_db::ThreadInfo {
+            tid: 5,
+            name: None,
+            start_ns: Some(0),
+        })
+        .unwrap();
+    let track = w.add_track(Some(t), "samples").unwrap();
+    let (outer, busy, wait) = (
+        StackFrame {
+            module: None,
+            rel_pc: 0x10,
+        },
+        StackFrame {
+            module: None,
+            rel_pc: 0x20,
+        },
+        StackFrame {
+            module: None,
+            rel_pc: 0x30,
+        },
+    );
+    // Two CPU samples in `busy` (1 ms and 3 ms: merged expirations), one
+    // in `outer` (4 ms), and 50 ms blocked in `wait`.
+    w.append_sample(track, SampleMeta::cpu(10, 1_000_000), &[busy, outer])
+        .unwrap();
+    w.append_sample(track, SampleMeta::cpu(20, 3_000_000), &[busy, outer])
+        .unwrap();
+    w.append_sample(track, SampleMeta::cpu(30, 4_000_000), &[outer])
+        .unwrap();
+    let off = SampleMeta {
+        timestamp_ns: 40,
+        kind: SampleKind::OffCpu,
+        weight_ns: 50_000_000,
+    };
+    w.append_sample(track, off, &[wait, outer]).unwrap();
+    w.finish(100).unwrap();
+    let p = Profile::open(&[path.to_str().unwrap()]).unwrap();
+    let rows = function_summary(&p, false).unwrap();
+    let get = |n: &str| rows.iter().find(|r| r.name == n).unwrap();
+    // Wall-clock order: the blocked function first.
+    assert_eq!(rows[0].name, "0x30");
+    let b = get("0x20");
+    assert_eq!((b.self_samples, b.self_ns), (2, 4_000_000));
+    assert!(close(b.self_pct, 50.0), "{}", b.self_pct);
+    assert_eq!(b.off_cpu_total_ns, 0);
+    let o = get("0x10");
+    assert_eq!((o.total_samples, o.total_ns), (3, 8_000_000));
+    assert!(close(o.total_pct, 100.0));
+    assert_eq!(o.off_cpu_total_ns, 50_000_000);
+    let wt = get("0x30");
+    assert_eq!(
+        (wt.self_samples, wt.self_ns, wt.off_cpu_self_ns),
+        (0, 0, 50_000_000)
+    );
+    let threads = thread_summary(&p, false).unwrap();
+    assert_eq!(
+        (
+            threads[0].samples,
+            threads[0].sampled_ns,
+            threads[0].off_cpu_ns
+        ),
+        (3, 8_000_000, 50_000_000)
+    );
+}

@@ -645,20 +645,7 @@ impl Iterator for Regions<'_> {
 /// (`frames` stays empty; resolve a stack with
 /// [`Profile::resolve_stack`] when it is first needed).
 pub fn samples_unresolved(p: &Profile) -> Result<RowStream<'_, strobe_db::SampleRow>> {
-    Ok(p.query_stream(
-        "SELECT guid, pid, tid, timestamp, name, stack_id FROM samples ORDER BY timestamp, guid, tid",
-        |r| {
-            Ok(strobe_db::SampleRow {
-                guid: r.get(0)?,
-                pid: r.get(1)?,
-                tid: r.get(2)?,
-                timestamp: r.get(3)?,
-                track: r.get(4)?,
-                stack_id: r.get(5)?,
-                frames: Vec::new(),
-            })
-        },
-    )?)
+    Ok(p.samples_unresolved()?)
 }
 
 /// Streams counter samples ordered by time.

@@ -18,7 +18,7 @@ mod tests {
 
     #[test]
     fn a_childs_cpu_time_is_sampled_with_stacks_the_collector_can_unwind() {
-        let mut events = match perf::Events::for_children(1000, 16 * 1024, 256) {
+        let mut events = match perf::Events::for_children(1000, 16 * 1024, 256, false) {
             Ok(e) => e,
             Err(e) => {
                 eprintln!("skipped: the kernel refuses sampling events here: {e}");

@@ -43,6 +43,12 @@ const _: () = assert!(std::mem::size_of::<Attr>() == 128);
 const PERF_TYPE_SOFTWARE: u32 = 1;
 /// `PERF_COUNT_SW_TASK_CLOCK`: CPU time of the monitored tasks.
 const TASK_CLOCK: u64 = 1;
+/// `PERF_COUNT_SW_CONTEXT_SWITCHES`: a task leaves its CPU.
+const CONTEXT_SWITCHES: u64 = 3;
+/// The sample period of the context-switch event: every switch. Its
+/// samples are told from task-clock samples by this period (a clock
+/// event's period is at least 10 µs).
+pub const SWITCH_PERIOD: u64 = 1;
 /// `PERF_FLAG_FD_CLOEXEC`.
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 
@@ -61,6 +67,7 @@ mod bit {
     pub const SAMPLE_ID_ALL: u64 = 1 << 18;
     pub const MMAP2: u64 = 1 << 23;
     pub const USE_CLOCKID: u64 = 1 << 25;
+    pub const CONTEXT_SWITCH: u64 = 1 << 26;
 }
 
 /// `sample_type` bits: what each sample record holds, in this order.
@@ -82,20 +89,33 @@ pub const REGS_MASK: u64 = (1 << 6) | (1 << 7) | (1 << 8);
 /// calls `exec` (so the launcher itself is never sampled).
 pub struct Events {
     rings: Vec<Ring>,
-    /// Events of other threads that write into `rings` (kept open).
+    /// Events of other threads, and context-switch events, that write
+    /// into `rings` (kept open).
     _others: Vec<OwnedFd>,
+    /// Why off-CPU time is not recorded although asked for.
+    pub off_cpu_refused: Option<String>,
 }
 
 impl Events {
     /// Opens the events: CPU time (`task-clock`) at `freq_hz`, user space
-    /// only, `stack_bytes` of user stack per sample. Errors name the
-    /// setting that forbids it.
-    pub fn for_children(freq_hz: u64, stack_bytes: u32, ring_pages: usize) -> io::Result<Events> {
-        let attr = attributes(freq_hz, stack_bytes, bit::DISABLED | bit::ENABLE_ON_EXEC);
+    /// only, `stack_bytes` of user stack per sample, and with `off_cpu`
+    /// where threads block (see [`Switches`]). Errors name the setting
+    /// that forbids it.
+    pub fn for_children(
+        freq_hz: u64,
+        stack_bytes: u32,
+        ring_pages: usize,
+        off_cpu: bool,
+    ) -> io::Result<Events> {
+        let extra = bit::DISABLED | bit::ENABLE_ON_EXEC;
+        let attr = attributes(freq_hz, stack_bytes, extra);
+        let mut switches = Switches::new(off_cpu, stack_bytes, extra);
         let mut rings = Vec::new();
         for cpu in cpus() {
             if let Some(fd) = open(&attr, 0, cpu)? {
-                rings.push(Ring::map(fd, ring_pages)?);
+                let ring = Ring::map(fd, ring_pages)?;
+                switches.open(0, cpu, &ring);
+                rings.push(ring);
             }
         }
         if rings.is_empty() {
@@ -103,7 +123,8 @@ impl Events {
         }
         Ok(Events {
             rings,
-            _others: Vec::new(),
+            off_cpu_refused: switches.refused,
+            _others: switches.fds,
         })
     }
 
@@ -115,11 +136,12 @@ impl Events {
         freq_hz: u64,
         stack_bytes: u32,
         ring_pages: usize,
+        off_cpu: bool,
     ) -> io::Result<Events> {
         let attr = attributes(freq_hz, stack_bytes, 0);
+        let mut switches = Switches::new(off_cpu, stack_bytes, 0);
         let cpus = cpus();
         let mut per_cpu: Vec<Option<Ring>> = cpus.iter().map(|_| None).collect();
-        let mut extra = Vec::new();
         let mut done: std::collections::HashSet<i32> = std::collections::HashSet::new();
         // Thread by thread (a thread started meanwhile by one already
         // opened inherits its events), until the task list stops growing.
@@ -141,15 +163,12 @@ impl Events {
                     match slot {
                         None => *slot = Some(Ring::map(fd, ring_pages)?),
                         Some(r) => {
-                            // SAFETY: redirecting this event's samples into
-                            // the CPU's ring (PERF_EVENT_IOC_SET_OUTPUT).
-                            if unsafe { libc::ioctl(fd.as_raw_fd(), SET_OUTPUT, r.fd.as_raw_fd()) }
-                                != 0
-                            {
-                                return Err(io::Error::last_os_error());
-                            }
-                            extra.push(fd);
+                            set_output(&fd, r)?;
+                            switches.fds.push(fd);
                         }
+                    }
+                    if let Some(ring) = slot {
+                        switches.open(tid, cpu, ring);
                     }
                 }
             }
@@ -162,7 +181,8 @@ impl Events {
         }
         Ok(Events {
             rings,
-            _others: extra,
+            off_cpu_refused: switches.refused,
+            _others: switches.fds,
         })
     }
 
@@ -181,6 +201,7 @@ impl Events {
         Ok(Events {
             rings: vec![Ring::map(fd, ring_pages)?],
             _others: Vec::new(),
+            off_cpu_refused: None,
         })
     }
 
@@ -192,6 +213,76 @@ impl Events {
 
 /// `PERF_EVENT_IOC_SET_OUTPUT`.
 const SET_OUTPUT: libc::c_ulong = 0x2405;
+
+/// Sends the records of event `fd` into `ring` (same CPU, same clock).
+fn set_output(fd: &OwnedFd, ring: &Ring) -> io::Result<()> {
+    // SAFETY: PERF_EVENT_IOC_SET_OUTPUT between two perf event descriptors
+    // this process owns.
+    if unsafe { libc::ioctl(fd.as_raw_fd(), SET_OUTPUT, ring.fd.as_raw_fd()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Off-CPU time: a sample (user registers and stack) each time a task
+/// leaves its CPU, plus switch-out and switch-in records (`context_switch`)
+/// that say whether it blocked or was preempted and when it came back,
+/// written into the task-clock rings. The switch happens in the kernel, so
+/// the kernel only samples it where kernel sampling is allowed
+/// (`perf_event_paranoid` ≤ 1, or `CAP_PERFMON`).
+struct Switches {
+    attr: Option<Attr>,
+    fds: Vec<OwnedFd>,
+    refused: Option<String>,
+}
+
+impl Switches {
+    fn new(off_cpu: bool, stack_bytes: u32, extra: u64) -> Switches {
+        let attr = Attr {
+            config: CONTEXT_SWITCHES,
+            sample_period_or_freq: SWITCH_PERIOD,
+            flags: (extra
+                | bit::INHERIT
+                | bit::EXCLUDE_HV
+                | bit::EXCLUDE_CALLCHAIN_KERNEL
+                | bit::SAMPLE_ID_ALL
+                | bit::USE_CLOCKID
+                | bit::CONTEXT_SWITCH),
+            ..attributes(0, stack_bytes, 0)
+        };
+        Switches {
+            attr: off_cpu.then_some(attr),
+            fds: Vec::new(),
+            refused: None,
+        }
+    }
+
+    /// Opens the switch event of task `pid` on `cpu` into `ring`; the
+    /// first refusal turns it off for good and is kept to be reported.
+    fn open(&mut self, pid: i32, cpu: i32, ring: &Ring) {
+        let Some(attr) = &self.attr else {
+            return;
+        };
+        let opened = open_one(attr, pid, cpu).and_then(|fd| match fd {
+            Some(fd) => set_output(&fd, ring).map(|()| Some(fd)),
+            None => Ok(None),
+        });
+        match opened {
+            Ok(fd) => self.fds.extend(fd),
+            Err(e) => {
+                self.attr = None;
+                self.refused = Some(match e.raw_os_error() {
+                    Some(libc::EACCES) | Some(libc::EPERM) => format!(
+                        "off-CPU time is not recorded: the kernel refuses context-switch \
+                         samples ({e}); set kernel.perf_event_paranoid to 1 or lower \
+                         (sysctl -w kernel.perf_event_paranoid=1) or run with CAP_PERFMON"
+                    ),
+                    _ => format!("off-CPU time is not recorded: {e}"),
+                });
+            }
+        }
+    }
+}
 
 /// The CPUs to open events on: every possible one (numbering may have
 /// holes; CPUs may come online later).

@@ -1,6 +1,7 @@
 //! The records of a kernel sampling ring, as [`super::perf::Events`]
 //! configures them (`sample_type` IP | TID | TIME | PERIOD | REGS_USER |
-//! STACK_USER, `sample_id_all` with TID | TIME).
+//! STACK_USER, `sample_id_all` with TID | TIME): task-clock samples,
+//! context-switch samples (period 1) and switch records.
 //!
 //! Owns decoding a record's bytes. Never trusts a length: a record that
 //! does not hold what its header claims decodes to `None`.
@@ -8,8 +9,18 @@
 /// A decoded record.
 #[derive(Debug)]
 pub enum Record<'a> {
-    /// A sample of a thread.
+    /// A sample of a thread's CPU time.
     Sample(KernelSample<'a>),
+    /// A sample taken as a thread left its CPU (where it was).
+    SwitchSample(KernelSample<'a>),
+    /// A thread left its CPU (`out`; `preempted` when it could have gone
+    /// on running) or came back to one.
+    Switch {
+        tid: i32,
+        time_ns: u64,
+        out: bool,
+        preempted: bool,
+    },
     /// A file mapped into a process (executable mappings matter).
     Mmap {
         pid: i32,
@@ -34,6 +45,8 @@ pub struct KernelSample<'a> {
     pub pid: i32,
     pub tid: i32,
     pub time_ns: u64,
+    /// The task-clock time (ns) this sample stands for.
+    pub period: u64,
     pub ip: u64,
     pub sp: u64,
     pub bp: u64,
@@ -48,6 +61,10 @@ const RECORD_EXIT: u32 = 4;
 const RECORD_FORK: u32 = 7;
 const RECORD_SAMPLE: u32 = 9;
 const RECORD_MMAP2: u32 = 10;
+const RECORD_SWITCH: u32 = 14;
+/// `misc` bits of a SWITCH record: the task left its CPU; it was preempted.
+const MISC_SWITCH_OUT: u16 = 1 << 13;
+const MISC_SWITCH_OUT_PREEMPT: u16 = 1 << 14;
 /// `misc` bit of a COMM record: the name changed because of `exec`.
 const MISC_COMM_EXEC: u16 = 1 << 13;
 /// `PROT_EXEC` in an MMAP2 record.
@@ -95,7 +112,7 @@ pub fn decode(bytes: &[u8]) -> Option<Record<'_>> {
             let ip = r.u64()?;
             let (pid, tid) = (r.u32()? as i32, r.u32()? as i32);
             let time_ns = r.u64()?;
-            let _period = r.u64()?;
+            let period = r.u64()?;
             let abi = r.u64()?;
             let (mut bp, mut sp, mut regs_ip) = (0, 0, ip);
             if abi != 0 {
@@ -110,15 +127,21 @@ pub fn decode(bytes: &[u8]) -> Option<Record<'_>> {
                 let dyn_size = r.u64()? as usize;
                 stack = &data[..dyn_size.min(size)];
             }
-            Some(Record::Sample(KernelSample {
+            let sample = KernelSample {
                 pid,
                 tid,
                 time_ns,
+                period,
                 ip: regs_ip,
                 sp,
                 bp,
                 stack,
-            }))
+            };
+            Some(if period == super::perf::SWITCH_PERIOD {
+                Record::SwitchSample(sample)
+            } else {
+                Record::Sample(sample)
+            })
         }
         RECORD_MMAP2 => {
             let pid = r.u32()? as i32;
@@ -166,6 +189,17 @@ pub fn decode(bytes: &[u8]) -> Option<Record<'_>> {
                 pid,
                 tid,
                 exit: kind == RECORD_EXIT,
+            })
+        }
+        RECORD_SWITCH => {
+            // Only the `sample_id` trailer: pid, tid, time.
+            let _pid = r.u32()?;
+            let tid = r.u32()? as i32;
+            Some(Record::Switch {
+                tid,
+                time_ns: r.u64()?,
+                out: misc & MISC_SWITCH_OUT != 0,
+                preempted: misc & MISC_SWITCH_OUT_PREEMPT != 0,
             })
         }
         RECORD_COMM => Some(Record::Comm {

@@ -165,6 +165,8 @@ settings! {
     UseSampling = "use_sampling", Sampling, Kind::Bool, Text("true");
     /// Sampling backend: 'signal' = timers and a signal handler in the program; 'kernel' = perf events sampled by the kernel (CPU time, every thread and child), unwound by the collector; 'auto' = signal, and kernel for programs nothing can be preloaded into (static, setuid).
     Sampler = "sampler", Sampling, Kind::Enum(&["auto", "signal", "kernel"]), Text("auto");
+    /// With the kernel sampler ('sampler = kernel', '--pid'): also record off-CPU time, where threads block and for how long (a sample at each context switch; needs kernel.perf_event_paranoid <= 1 or CAP_PERFMON).
+    SamplingOffCpu = "sampling_off_cpu", Sampling, Kind::Bool, Text("true");
     /// Bytes of user stack the kernel copies with each sample (kernel backend); deeper stacks are cut.
     SamplingStackBytes = "sampling_stack_bytes", Sampling, Kind::Int { min: 1024, max: 65528 }, Text("16384");
     /// Samples per second per thread for every timer unless a timer overrides it. CPU-time timers are capped by the kernel tick (often 250 Hz).

@@ -119,7 +119,12 @@ pub fn write_small(path: &Path, pid: u32) -> (u64, u64) {
         (&[main], track2),
     ];
     for (k, (s, tr)) in stacks.iter().enumerate() {
-        w.append_sample(*tr, 2_000 + 10 * k as u64, s).unwrap();
+        w.append_sample(
+            *tr,
+            strobe_db::SampleMeta::cpu(2_000 + 10 * k as u64, 1_000_000),
+            s,
+        )
+        .unwrap();
     }
     let c = w
         .add_counter(&strobe_db::CounterInfo {
