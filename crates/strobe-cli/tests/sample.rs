@@ -1244,3 +1244,26 @@ fn the_kernel_sampler_records_where_threads_block_and_for_how_long() {
     );
     assert_eq!(weight_ms(&all, "sample", "wait_here"), 0.0, "{err}");
 }
+
+#[test]
+fn by_default_a_raw_clone_thread_is_handed_to_the_kernel_and_said_so() {
+    let _turn = one_at_a_time();
+    let bin = built();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = sample_in(tmp.path(), &[bin.join("raw_clone").to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "both done\n");
+    assert!(err.contains("has no sampler"), "{err}");
+    if err.contains("kernel sampling of it failed") {
+        eprintln!("skipped: the kernel refuses sampling events here: {err}");
+        return;
+    }
+    let all = samples(&databases(tmp.path())[0]);
+    // The raw thread burns about 0.8 s; the scan finds it after 200-400 ms.
+    let raw = all
+        .iter()
+        .filter(|s| names(s).iter().any(|n| n == "raw_work"))
+        .count();
+    assert!(raw >= 25, "{raw} samples in raw_work: {err}");
+}

@@ -23,6 +23,12 @@ const BUSY_NS: u64 = 20_000_000;
 const BUSY_POLL: Duration = Duration::from_micros(100);
 const BURST_BYTES: usize = 16 << 10;
 
+/// Whether thread `tid` of process `pid` still exists.
+fn thread_alive(pid: i32, tid: i32) -> bool {
+    // SAFETY: tgkill with signal 0 only checks that the thread exists.
+    unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, 0) == 0 }
+}
+
 /// The collector thread's side of one run: the followed images and the
 /// way to the writer.
 struct Taps<'a> {
@@ -41,14 +47,26 @@ impl Taps<'_> {
     /// copied.
     fn drain(&mut self, i: usize) -> usize {
         let mut batch = Batch::default();
-        let (mut children, mut blocking) = (Vec::new(), Vec::new());
+        let (mut children, mut blocking, mut unslotted) = (Vec::new(), Vec::new(), Vec::new());
         self.taps[i].drain(&mut batch, &mut children, &mut blocking);
+        if self.shared.options.kernel_threads.is_some() {
+            self.taps[i].threads_without_slot(&mut unslotted);
+        }
         for child in children {
             self.expected.announce(child);
         }
+        let pid = self.taps[i].pid;
         for tid in blocking {
-            let pid = self.taps[i].pid;
-            batch.notes.push(self.sample_thread_by_kernel(pid, tid));
+            let why = "blocked the sampling signal";
+            batch
+                .notes
+                .extend(self.sample_thread_by_kernel(pid, tid, why));
+        }
+        for tid in unslotted {
+            let why = "has no sampler (made by a raw clone, or no slot was free)";
+            batch
+                .notes
+                .extend(self.sample_thread_by_kernel(pid, tid, why));
         }
         if batch.is_empty() {
             return 0;
@@ -60,25 +78,25 @@ impl Taps<'_> {
         weight
     }
 
-    /// A thread of `pid` blocks the sampling signal: the kernel samples it
-    /// from now on, if it can. Returns the note for the run summary.
-    fn sample_thread_by_kernel(&mut self, pid: i32, tid: i32) -> String {
+    /// A thread of `pid` the in-program sampler cannot reach (`why`): the
+    /// kernel samples it from now on, if it can. Returns the note for the
+    /// run summary (none when the thread ended meanwhile).
+    fn sample_thread_by_kernel(&mut self, pid: i32, tid: i32, why: &str) -> Option<String> {
         let options = &self.shared.options;
-        let not_sampled =
-            format!("thread {tid} blocked the sampling signal: not sampled while it was blocked");
+        let not_sampled = format!("thread {tid} {why}: not sampled");
         let Some(kernel) = options.kernel_threads else {
-            return not_sampled;
+            return Some(not_sampled);
         };
         match KernelEvents::for_thread(tid, kernel.freq_hz, kernel.stack_bytes, 64) {
             Ok(events) => {
                 self.thread_events.push((pid, tid, events));
                 let _ = self.to_writer.send(ToWriter::KernelThread { pid, tid });
-                format!(
-                    "thread {tid} blocked the sampling signal: sampled by the kernel from then on \
-                     (the first 50 ms were not sampled)"
-                )
+                Some(format!(
+                    "thread {tid} {why}: sampled by the kernel from then on (not before)"
+                ))
             }
-            Err(e) => format!("{not_sampled}; kernel sampling of it failed: {e}"),
+            Err(_) if !thread_alive(pid, tid) => None,
+            Err(e) => Some(format!("{not_sampled}; kernel sampling of it failed: {e}")),
         }
     }
 
@@ -97,14 +115,12 @@ impl Taps<'_> {
         let _ = self.to_writer.send(ToWriter::Kernel { batch });
     }
 
-    /// Copies the rings of the single-thread kernel events.
     /// Copies the rings of the single-thread kernel events; closes those
     /// of threads that ended (after their last copy).
     fn drain_thread_events(&mut self) {
         let mut events = std::mem::take(&mut self.thread_events);
         events.retain_mut(|(pid, tid, e)| {
-            // SAFETY: tgkill with signal 0 only checks that the thread exists.
-            let alive = unsafe { libc::syscall(libc::SYS_tgkill, *pid, *tid, 0) } == 0;
+            let alive = thread_alive(*pid, *tid);
             self.drain_kernel(e);
             alive
         });

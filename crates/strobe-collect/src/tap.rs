@@ -168,6 +168,10 @@ pub struct Tap {
     pub command: String,
     windows: WindowEvaluator,
     blocked_reported: HashSet<i32>,
+    /// Threads found without a slot at the last scan of the task list,
+    /// and when that scan was.
+    unslotted: HashSet<i32>,
+    last_task_scan_ns: u64,
     /// Per slot: the (ticks, ns) reading at its event ring's last copy,
     /// and the time of its last converted event.
     event_clock: Vec<((u64, u64), u64)>,
@@ -186,6 +190,8 @@ impl Tap {
             exited: false,
             command,
             blocked_reported: HashSet::new(),
+            unslotted: HashSet::new(),
+            last_task_scan_ns: now_ns(),
             event_clock: Vec::new(),
         }
     }
@@ -275,6 +281,44 @@ impl Tap {
         }
     }
 }
+
+impl Tap {
+    /// Threads of the process that the in-program sampler has no slot for
+    /// (made by a raw `clone`, or started when every slot was taken),
+    /// found by reading the task list at most every [`TASK_SCAN_NS`]: a
+    /// thread is reported once, when two scans in a row found it without
+    /// a slot (a `pthread_create`d thread takes its slot as it starts).
+    pub fn threads_without_slot(&mut self, out: &mut Vec<i32>) {
+        let now = now_ns();
+        if now.saturating_sub(self.last_task_scan_ns) < TASK_SCAN_NS {
+            return;
+        }
+        self.last_task_scan_ns = now;
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", self.pid)) else {
+            return;
+        };
+        let slotted: HashSet<i32> = (0..self.segment.slots_in_use())
+            .map(|i| self.segment.slot(i))
+            .filter(|slot| slot.state.load(Ordering::Acquire) != slot_state::FREE)
+            .map(|slot| slot.tid.load(Ordering::Acquire))
+            .collect();
+        let before = std::mem::take(&mut self.unslotted);
+        for tid in tasks.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok()) {
+            if slotted.contains(&tid) || self.blocked_reported.contains(&tid) {
+                continue;
+            }
+            if before.contains(&tid) {
+                self.blocked_reported.insert(tid);
+                out.push(tid);
+            } else {
+                self.unslotted.insert(tid);
+            }
+        }
+    }
+}
+
+/// How often a process's task list is read for threads without a slot.
+const TASK_SCAN_NS: u64 = 200_000_000;
 
 /// Sample counters of slot `i`: taken, lost (full), lost (nested),
 /// overruns, incomplete.
