@@ -1242,7 +1242,12 @@ fn the_kernel_sampler_records_where_threads_block_and_for_how_long() {
         weight_ms(&all, "off_cpu", "burn") < 20.0,
         "a busy function is not off CPU (preemption is not blocking)"
     );
-    assert_eq!(weight_ms(&all, "sample", "wait_here"), 0.0, "{err}");
+    // Entering the sleep costs CPU (a sample may land in the system call).
+    let busy_sleeping = weight_ms(&all, "sample", "wait_here");
+    assert!(
+        busy_sleeping <= 8.0,
+        "{busy_sleeping} ms of CPU in wait_here: {err}"
+    );
 }
 
 #[test]
