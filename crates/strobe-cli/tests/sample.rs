@@ -1272,3 +1272,128 @@ fn by_default_a_raw_clone_thread_is_handed_to_the_kernel_and_said_so() {
         .count();
     assert!(raw >= 25, "{raw} samples in raw_work: {err}");
 }
+
+/// The Go toolchain: `go` on the PATH, else installed with apt-get (as
+/// root, as CI runs); `Err` with the reason when neither works.
+fn go_toolchain() -> Result<PathBuf, String> {
+    static INSTALL: Mutex<()> = Mutex::new(());
+    let _once = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
+    let found = || {
+        std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join("go"))
+                .find(|g| g.is_file())
+        })
+    };
+    if let Some(go) = found() {
+        return Ok(go);
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("no `go` on the PATH and not root to apt-get install golang-go".into());
+    }
+    let apt = |args: &[&str]| {
+        Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !apt(&["install", "-y", "-q", "golang-go"])
+        && !(apt(&["update", "-q"]) && apt(&["install", "-y", "-q", "golang-go"]))
+    {
+        return Err("apt-get install golang-go failed".into());
+    }
+    found().ok_or_else(|| "golang-go installed but no `go` on the PATH".into())
+}
+
+/// Builds tests/programs/gohot.go (with `extra` Go files of the same
+/// package) into `dir`; `None` (and why, printed) without a Go toolchain.
+fn build_go(dir: &Path, name: &str, extra: &[&str]) -> Option<PathBuf> {
+    let go = match go_toolchain() {
+        Ok(go) => go,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return None;
+        }
+    };
+    let exe = dir.join(name);
+    let built = Command::new(go)
+        .args(["build", "-o", exe.to_str().unwrap()])
+        .arg(programs_dir().join("gohot.go"))
+        .args(extra.iter().map(|f| programs_dir().join(f)))
+        .env("HOME", dir)
+        .env("GOCACHE", dir.join("gocache"))
+        .env("GOPATH", dir.join("gopath"))
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", stderr(&built));
+    Some(exe)
+}
+
+/// hotA's share of the CPU time sampled in hotA and hotB.
+fn go_hot_share(all: &[SampleRow], err: &str) -> f64 {
+    let (a, b) = (
+        weight_ms(all, "sample", "main.hotA"),
+        weight_ms(all, "sample", "main.hotB"),
+    );
+    assert!(a + b > 500.0, "{a} + {b} ms in hotA + hotB: {err}");
+    a / (a + b)
+}
+
+#[test]
+fn a_pure_go_program_is_sampled_by_the_kernel_with_stacks_to_the_goroutine_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(exe) = build_go(tmp.path(), "gohot", &[]) else {
+        return;
+    };
+    let _turn = one_at_a_time();
+    let out = sample_in(tmp.path(), &[exe.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "done true\n");
+    if err.contains("kernel sampling is off") {
+        eprintln!("skipped: the kernel refuses sampling events here: {err}");
+        return;
+    }
+    assert!(err.contains("sampled by the kernel only"), "{err}");
+    let all = samples(&databases(tmp.path())[0]);
+    let share = go_hot_share(&all, &err);
+    assert!((share - 0.7).abs() < 0.05, "hotA share {share:.3}: {err}");
+    let reaching = all
+        .iter()
+        .filter(|s| {
+            names(s)
+                .iter()
+                .any(|n| n.starts_with("runtime.goexit") || n == "main.main")
+        })
+        .count();
+    assert!(
+        reaching * 100 >= all.len() * 99,
+        "{reaching} of {} stacks reach the goroutine start or main.main",
+        all.len()
+    );
+}
+
+#[test]
+fn a_cgo_program_runs_as_without_strobe_and_is_sampled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(exe) = build_go(tmp.path(), "gocgo", &["gohot_cgo.go"]) else {
+        return;
+    };
+    let _turn = one_at_a_time();
+    let plain = Command::new(&exe).output().unwrap();
+    assert!(plain.status.success());
+    // Go's signal handlers beside strobe's: a handler without SA_ONSTACK
+    // running on a goroutine's stack crashed it.
+    for _ in 0..3 {
+        let out = sample_in(tmp.path(), &[exe.to_str().unwrap()]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert_eq!(out.stdout, plain.stdout, "{err}");
+    }
+    let dbs = databases(tmp.path());
+    let all = samples(&dbs[dbs.len() - 1]);
+    let share = go_hot_share(&all, "");
+    assert!((share - 0.7).abs() < 0.07, "hotA share {share:.3}");
+}

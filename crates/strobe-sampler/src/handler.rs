@@ -294,7 +294,11 @@ pub(crate) fn install(signal: i32, block: &[i32]) -> io::Result<()> {
     // SAFETY: sigaction is plain old data.
     let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
     action.sa_sigaction = on_signal as *const () as usize;
-    action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+    // SA_ONSTACK: on a thread with an alternate signal stack the handler
+    // runs there. Go requires it of every handler in a cgo program: a
+    // goroutine's stack is a few KiB and nothing may be pushed below its
+    // pointer (without it, sampling a goroutine crashed the program).
+    action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
     // SAFETY: valid pointer to the signal mask inside `action`.
     unsafe { libc::sigemptyset(&mut action.sa_mask) };
     for &other in block {
