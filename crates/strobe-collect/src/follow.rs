@@ -6,7 +6,7 @@
 //! polling (every 5 ms, every 100 µs for 20 ms after a burst) and the end of
 //! the run. Never writes a database: it sends copies to the writer thread.
 
-use crate::tap::{Batch, Tap};
+use crate::tap::{Batch, Found, Tap};
 use crate::writer::{write, ToWriter};
 use crate::{listen, lock, KernelEvents, Shared, QUEUE_LIMIT};
 use std::collections::{HashMap, HashSet};
@@ -47,22 +47,28 @@ impl Taps<'_> {
     /// copied.
     fn drain(&mut self, i: usize) -> usize {
         let mut batch = Batch::default();
-        let (mut children, mut blocking, mut unslotted) = (Vec::new(), Vec::new(), Vec::new());
-        self.taps[i].drain(&mut batch, &mut children, &mut blocking);
+        let mut found = Found::default();
+        self.taps[i].drain(&mut batch, &mut found);
         if self.shared.options.kernel_threads.is_some() {
-            self.taps[i].threads_without_slot(&mut unslotted);
+            self.taps[i].threads_without_slot(&mut found.unslotted);
         }
-        for child in children {
+        for child in found.children {
             self.expected.announce(child);
         }
+        for child in found.static_images {
+            self.expected.announce(child);
+            batch
+                .notes
+                .extend(self.sample_static_image_by_kernel(child));
+        }
         let pid = self.taps[i].pid;
-        for tid in blocking {
+        for tid in found.blocking {
             let why = "blocked the sampling signal";
             batch
                 .notes
                 .extend(self.sample_thread_by_kernel(pid, tid, why));
         }
-        for tid in unslotted {
+        for tid in found.unslotted {
             let why = "has no sampler (made by a raw clone, or no slot was free)";
             batch
                 .notes
@@ -97,6 +103,28 @@ impl Taps<'_> {
             }
             Err(_) if !thread_alive(pid, tid) => None,
             Err(e) => Some(format!("{not_sampled}; kernel sampling of it failed: {e}")),
+        }
+    }
+
+    /// Process `pid` runs (or is about to run) a static image, which
+    /// nothing can be preloaded into: in `auto` mode the kernel samples
+    /// all its threads from now on, if it can. Returns the note for the
+    /// run summary (none when the process ended meanwhile).
+    fn sample_static_image_by_kernel(&mut self, pid: i32) -> Option<String> {
+        let kernel = self.shared.options.kernel_threads?;
+        match KernelEvents::for_process(pid, kernel.freq_hz, kernel.stack_bytes, 64, false) {
+            Ok(events) => {
+                self.thread_events.push((pid, pid, events));
+                let _ = self.to_writer.send(ToWriter::KernelProcess { pid });
+                Some(format!(
+                    "process {pid} runs a static image: sampled by the kernel only (no \
+                     regions, markers or tracing), from when the collector saw it start"
+                ))
+            }
+            Err(_) if !thread_alive(pid, pid) => None,
+            Err(e) => Some(format!(
+                "process {pid} runs a static image: not profiled; kernel sampling of it failed: {e}"
+            )),
         }
     }
 

@@ -121,6 +121,13 @@ impl KernelWriter {
         self.runtime.get(&pid).copied()
     }
 
+    /// The kernel samples every thread of `pid`, which runs an image with
+    /// no runtime: its records go to a process of the writer's own, even
+    /// before the runtime image it replaces is seen to end.
+    pub fn process_sampled(&mut self, pid: i32) {
+        self.runtime.remove(&pid);
+    }
+
     /// Image `id` of the runtime ended.
     pub fn runtime_ended(&mut self, id: u64) {
         self.runtime.retain(|_, v| *v != id);

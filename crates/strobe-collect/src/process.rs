@@ -407,6 +407,9 @@ impl Process {
                     p.note(r);
                 }
             }
+            // A static image in `auto` mode: the collector hands it to the
+            // kernel and says so.
+            event::CHILD if arg == exec_reason::STATIC && options.kernel_threads.is_some() => {}
             event::CHILD if bytes.len() >= 4 && arg != exec_reason::NONE => {
                 let child = i32::from_le_bytes(bytes[..4].try_into().unwrap_or_default());
                 let target = String::from_utf8_lossy(&bytes[4..]);
@@ -468,9 +471,17 @@ impl Process {
 
     /// The runtime's end-of-run figures: exec note, exhausted slots,
     /// dropped events and waits (returned), counters of slots still held.
-    fn runtime_totals(&mut self, segment: &Segment, superseded: bool) -> (u64, u64, u64) {
-        if !superseded && self.replaced_by_exec() {
-            let (target, reason) = segment.exec_note();
+    fn runtime_totals(
+        &mut self,
+        segment: &Segment,
+        superseded: bool,
+        options: &Options,
+    ) -> (u64, u64, u64) {
+        let (target, reason) = segment.exec_note();
+        // A static image in `auto` mode: the collector handed it to the
+        // kernel and said so.
+        let sampled_by_kernel = reason == exec_reason::STATIC && options.kernel_threads.is_some();
+        if !superseded && self.replaced_by_exec() && !sampled_by_kernel {
             let target = String::from_utf8_lossy(&target).into_owned();
             self.notes.push(format!(
                 "not profiled: it ran {target}: {}",
@@ -509,7 +520,7 @@ impl Process {
     pub fn finish(mut self, options: &Options, superseded: bool) -> (Option<PathBuf>, Vec<String>) {
         let (mut dropped, mut waits, mut wait_ns) = (0, 0, 0);
         if let Some(segment) = self.segment.clone() {
-            (dropped, waits, wait_ns) = self.runtime_totals(&segment, superseded);
+            (dropped, waits, wait_ns) = self.runtime_totals(&segment, superseded, options);
         }
         for w in self.described.warnings.clone() {
             self.notes.push(w);

@@ -14,11 +14,12 @@
 use crate::Options;
 use std::collections::HashSet;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use strobe_core::clock::now_ns;
 use strobe_core::shm::ring::ShmRing;
-use strobe_core::shm::segment::{exec_reason, slot_state, Segment};
+use strobe_core::shm::segment::{exec_reason, slot_state, state, Segment};
 use strobe_core::shm::wire::{event, event_flags, read, EventHead, EVENT_HEAD_BYTES};
 use strobe_core::timewindow::{ClockReader, WindowClock, WindowEvaluator};
 
@@ -155,6 +156,20 @@ fn to_monotonic(record: &mut [u8], map: &TscMap, last: &mut u64) -> Option<Event
     Some(head)
 }
 
+/// What one copy of an image's rings found out.
+#[derive(Default)]
+pub struct Found {
+    /// Children announced, to be waited for until they connect.
+    pub children: Vec<i32>,
+    /// Processes that run (or are about to run) a static image, which
+    /// nothing can be preloaded into.
+    pub static_images: Vec<i32>,
+    /// Threads found blocking the sampling signal.
+    pub blocking: Vec<i32>,
+    /// Threads the sampler has no slot for (see [`Tap::threads_without_slot`]).
+    pub unslotted: Vec<i32>,
+}
+
 /// One followed process image, as the collector thread sees it.
 pub struct Tap {
     /// Names the image in messages to the writer.
@@ -168,6 +183,8 @@ pub struct Tap {
     pub command: String,
     windows: WindowEvaluator,
     blocked_reported: HashSet<i32>,
+    /// The process exec'd a static image and it was reported.
+    static_exec_reported: bool,
     /// Threads found without a slot at the last scan of the task list,
     /// and when that scan was.
     unslotted: HashSet<i32>,
@@ -190,6 +207,7 @@ impl Tap {
             exited: false,
             command,
             blocked_reported: HashSet::new(),
+            static_exec_reported: false,
             unslotted: HashSet::new(),
             last_task_scan_ns: now_ns(),
             event_clock: Vec::new(),
@@ -213,11 +231,14 @@ impl Tap {
         }
     }
 
-    /// Copies everything out of the rings into `batch`; children announced
-    /// to connect go to `children`, threads found blocking the sampling
-    /// signal to `blocking`. Slots of ended threads whose rings are empty
+    /// Copies everything out of the rings into `batch`; what the records
+    /// said goes to `found`. Slots of ended threads whose rings are empty
     /// are freed.
-    pub fn drain(&mut self, batch: &mut Batch, children: &mut Vec<i32>, blocking: &mut Vec<i32>) {
+    pub fn drain(&mut self, batch: &mut Batch, found: &mut Found) {
+        if !self.static_exec_reported && self.runs_static_image() {
+            self.static_exec_reported = true;
+            found.static_images.push(self.pid);
+        }
         let slots = self.segment.slots_in_use();
         let [ticks, ns] = self.segment.header().tsc_anchor;
         let anchor = (ticks, ns);
@@ -245,15 +266,18 @@ impl Tap {
                     return;
                 };
                 let bytes = &record[EVENT_HEAD_BYTES..];
-                if head.kind == event::CHILD && head.arg == exec_reason::NONE && bytes.len() >= 4 {
-                    children.push(i32::from_le_bytes(
-                        bytes[..4].try_into().unwrap_or_default(),
-                    ));
+                if head.kind == event::CHILD && bytes.len() >= 4 {
+                    let pid = i32::from_le_bytes(bytes[..4].try_into().unwrap_or_default());
+                    match head.arg {
+                        exec_reason::NONE => found.children.push(pid),
+                        exec_reason::STATIC => found.static_images.push(pid),
+                        _ => {}
+                    }
                 }
             });
             *copied = now;
             if blocked && self.blocked_reported.insert(tid) {
-                blocking.push(tid);
+                found.blocking.push(tid);
             }
         }
         for i in 0..slots {
@@ -283,6 +307,21 @@ impl Tap {
 }
 
 impl Tap {
+    /// Whether the process replaced its image by a static one (the runtime
+    /// said so before `exec`; the kernel says the exec happened).
+    fn runs_static_image(&self) -> bool {
+        if self.segment.header().state.load(Ordering::Acquire) != state::EXEC {
+            return false;
+        }
+        let (target, reason) = self.segment.exec_note();
+        if reason != exec_reason::STATIC {
+            return false;
+        }
+        let target = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(&target));
+        let exe = std::fs::read_link(format!("/proc/{}/exe", self.pid));
+        exe.is_ok_and(|exe| std::fs::canonicalize(&target).is_ok_and(|t| t == exe))
+    }
+
     /// Threads of the process that the in-program sampler has no slot for
     /// (made by a raw `clone`, or started when every slot was taken),
     /// found by reading the task list at most every [`TASK_SCAN_NS`]: a

@@ -29,6 +29,9 @@ pub enum ToWriter {
     Kernel { batch: Batch },
     /// The kernel samples thread `tid` of `pid` (which has the runtime).
     KernelThread { pid: i32, tid: i32 },
+    /// The kernel samples every thread of `pid` (a static image the
+    /// runtime could not be loaded into).
+    KernelProcess { pid: i32 },
 }
 
 /// The writer thread: records batches, finishes ended images and adds
@@ -47,6 +50,7 @@ pub fn write(shared: &Shared, from: mpsc::Receiver<ToWriter>) {
                 }
                 processes.insert(id, process);
             }
+            ToWriter::KernelProcess { pid } => kernel.process_sampled(pid),
             ToWriter::KernelThread { pid, tid } => {
                 let image = kernel.thread_sampled(pid, tid);
                 if let Some(p) = image.and_then(|id| processes.get_mut(&id)) {
