@@ -1355,9 +1355,9 @@ fn go_toolchain() -> Result<PathBuf, String> {
             .output()
             .is_ok_and(|o| o.status.success())
     };
-    if !apt(&["install", "-y", "-q", "golang-go"])
-        && !(apt(&["update", "-q"]) && apt(&["install", "-y", "-q", "golang-go"]))
-    {
+    let installed = apt(&["install", "-y", "-q", "golang-go"])
+        || (apt(&["update", "-q"]) && apt(&["install", "-y", "-q", "golang-go"]));
+    if !installed {
         return Err("apt-get install golang-go failed".into());
     }
     found().ok_or_else(|| "golang-go installed but no `go` on the PATH".into())
