@@ -1235,10 +1235,30 @@ fn sample_weights_add_up_to_the_programs_own_cpu_time_with_either_sampler() {
             .and_then(|n| n.trim().parse::<f64>().ok())
             .expect("the program prints its CPU time")
             / 1e6;
-        let all = samples(&databases(tmp.path())[0]);
+        let db = databases(tmp.path())[0].clone();
+        let all = samples(&db);
         assert!(
             all.iter().all(|s| s.weight_ns > 0),
             "{sampler}: every sample has a weight"
+        );
+        // Either way the samples carry the counter series: per-thread CPU
+        // time (up to about 1 s each) and the process's peak RSS.
+        let p = Profile::open(&[db.display().to_string()]).unwrap();
+        let counters: Vec<_> = p.counters().unwrap().map(|c| c.unwrap()).collect();
+        let cpu_max = counters
+            .iter()
+            .filter(|c| c.name == "thread_cpu_time")
+            .map(|c| c.value)
+            .fold(0.0, f64::max);
+        assert!(
+            (0.7e9..1.2e9).contains(&cpu_max),
+            "{sampler}: thread CPU time {cpu_max}"
+        );
+        assert!(
+            counters
+                .iter()
+                .any(|c| c.name == "peak_rss" && c.value > 100.0),
+            "{sampler}: no peak RSS"
         );
         let sampled_ms = weight_ms(&all, "sample", "");
         assert!(

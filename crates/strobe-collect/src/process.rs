@@ -110,6 +110,10 @@ pub struct Process {
     /// for every page).
     maps_read_ns: u64,
     last_commit: u64,
+    /// Kernel samples: CPU time sampled per thread so far (the sum of its
+    /// samples' weights), the process's peak RSS and when it was read.
+    kernel_cpu: HashMap<i32, u64>,
+    kernel_rss: (u64, u64),
     /// Counters of slots already freed: taken, lost (full), lost
     /// (nested), overruns, incomplete.
     totals: [u64; 5],
@@ -184,6 +188,8 @@ impl Process {
             sampled: std::collections::HashSet::new(),
             kernel_tids: std::collections::HashSet::new(),
             last_commit: now_ns(),
+            kernel_cpu: HashMap::new(),
+            kernel_rss: (0, 0),
             totals: [0; 5],
         }
     }
@@ -328,10 +334,40 @@ impl Process {
         if !sample.complete {
             self.totals[4] += 1;
         }
+        // The kernel reads neither: the thread's CPU time is what its
+        // samples stand for so far, the peak RSS is read from /proc.
+        let mut sample = *sample;
+        if kind == SampleKind::Cpu {
+            let cpu = self.kernel_cpu.entry(sample.tid).or_insert(0);
+            *cpu += weight_ns;
+            sample.cpu_time_ns = *cpu;
+        }
+        sample.peak_rss_kb = self.kernel_peak_rss();
         if let Some(profile) = self.profile(options) {
-            let r = profile.sample(sample, kind, weight_ns, modules);
+            let r = profile.sample(&sample, kind, weight_ns, modules);
             profile.note(r);
         }
+    }
+
+    /// The process's peak RSS (KiB, `VmHWM`), read at most every 100 ms.
+    fn kernel_peak_rss(&mut self) -> u64 {
+        let (peak, read_at) = &mut self.kernel_rss;
+        let now = now_ns();
+        if now.saturating_sub(*read_at) >= 100_000_000 {
+            *read_at = now;
+            let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid));
+            let hwm = status.ok().and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))?
+                    .trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            });
+            *peak = (*peak).max(hwm.unwrap_or(0));
+        }
+        *peak
     }
 
     /// Looks up, in the running process's memory map, code addresses of
