@@ -1261,8 +1261,15 @@ fn sample_weights_add_up_to_the_programs_own_cpu_time_with_either_sampler() {
             "{sampler}: no peak RSS"
         );
         let sampled_ms = weight_ms(&all, "sample", "");
+        // Records the kernel dropped (its rings full while the collector
+        // could not run: a loaded machine) are said, and not in the total.
+        let dropped_ms = err
+            .split("the kernel dropped ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next()?.parse::<f64>().ok())
+            .map_or(0.0, |n| n * 4.0);
         assert!(
-            (sampled_ms - own_ms).abs() <= own_ms * 0.02,
+            (sampled_ms - own_ms).abs() <= own_ms * 0.02 + dropped_ms,
             "{sampler}: samples stand for {sampled_ms:.1} ms of CPU, the program used {own_ms:.1} ms"
         );
     }

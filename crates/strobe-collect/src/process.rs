@@ -81,6 +81,44 @@ pub fn describe(segment: &Segment) -> Described {
     d
 }
 
+/// The weights of one thread's timer samples. A CPU-time timer the
+/// kernel checks late (when the thread is not running at its ticks: more
+/// threads than cores) fires once for several periods, at wherever the
+/// thread is when the check comes: giving that sample all of them would
+/// credit one place with time spent elsewhere. So every sample weighs the
+/// thread's mean so far (expirations × period / samples, at least one
+/// period, never more than the expirations not yet assigned), and what
+/// is left goes to the thread's last sample at the end: shares within a
+/// thread are those of its samples, its total is exact.
+#[derive(Debug, Default, Clone, Copy)]
+struct TimerWeights {
+    samples: u64,
+    expirations: u64,
+    period_ns: u64,
+    assigned_ns: u64,
+}
+
+impl TimerWeights {
+    /// The weight of the next sample, which stands for `1 + overruns`
+    /// expirations of a `period_ns` timer.
+    fn weigh(&mut self, period_ns: u64, overruns: u32) -> u64 {
+        let mean = (period_ns * self.expirations)
+            .checked_div(self.samples)
+            .unwrap_or(period_ns);
+        self.samples += 1;
+        self.expirations += 1 + u64::from(overruns);
+        self.period_ns = period_ns;
+        let weight = mean.max(period_ns).min(self.unassigned_ns());
+        self.assigned_ns += weight;
+        weight
+    }
+
+    /// The expirations' time not yet in any sample's weight.
+    fn unassigned_ns(&self) -> u64 {
+        self.period_ns * self.expirations - self.assigned_ns
+    }
+}
+
 /// One recorded process image.
 pub struct Process {
     pub pid: i32,
@@ -114,6 +152,9 @@ pub struct Process {
     /// samples' weights), the process's peak RSS and when it was read.
     kernel_cpu: HashMap<i32, u64>,
     kernel_rss: (u64, u64),
+    /// Signal samples: the timer expirations of each thread and clock,
+    /// spread over its samples (see [`TimerWeights`]).
+    timer_weights: HashMap<(i32, SampleKind), TimerWeights>,
     /// Counters of slots already freed: taken, lost (full), lost
     /// (nested), overruns, incomplete.
     totals: [u64; 5],
@@ -190,6 +231,7 @@ impl Process {
             last_commit: now_ns(),
             kernel_cpu: HashMap::new(),
             kernel_rss: (0, 0),
+            timer_weights: HashMap::new(),
             totals: [0; 5],
         }
     }
@@ -290,7 +332,11 @@ impl Process {
                         TimerClock::ThreadCpu => (SampleKind::Cpu, &options.timing[0]),
                         TimerClock::Realtime => (SampleKind::Wall, &options.timing[1]),
                     };
-                    let weight = timing.period_ns * (1 + u64::from(sample.overruns));
+                    let weight = self
+                        .timer_weights
+                        .entry((sample.tid, kind))
+                        .or_default()
+                        .weigh(timing.period_ns, sample.overruns);
                     if let Some(profile) = self.profile(options) {
                         let r = profile.sample(&sample, kind, weight, &modules);
                         profile.note(r);
@@ -597,6 +643,10 @@ impl Process {
         });
         for m in &self.modules {
             let r = profile.add_module(m);
+            profile.note(r);
+        }
+        for (&(tid, kind), w) in &self.timer_weights {
+            let r = profile.adjust_last_weight(tid, kind, w.unassigned_ns());
             profile.note(r);
         }
         let t = self.totals;

@@ -9,8 +9,9 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use strobe_db::{
-    Arg, CounterId, CounterInfo, DbError, ModuleId, ModuleRow, ProcessInfo, Region, SampleKind,
-    SampleMeta, StackFrame, StringId, ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions,
+    Arg, CounterId, CounterInfo, DbError, ModuleId, ModuleRow, ProcessInfo, Region, SampleId,
+    SampleKind, SampleMeta, StackFrame, StringId, ThreadInfo, ThreadRef, TrackId, Writer,
+    WriterOptions,
 };
 use strobe_sampler::Sample;
 
@@ -52,6 +53,9 @@ pub struct Profile {
     cpu_counter: Option<CounterId>,
     last_rss_kb: u64,
     last_cpu_write: HashMap<i32, u64>,
+    /// The last sample written per thread and kind (its weight may grow
+    /// at the end, see [`Profile::adjust_last_weight`]).
+    last_sample: HashMap<(i32, SampleKind), SampleId>,
     /// The first error; later records are still attempted.
     pub error: Option<String>,
     /// Samples and regions written.
@@ -85,6 +89,7 @@ impl Profile {
             cpu_counter: None,
             last_rss_kb: 0,
             last_cpu_write: HashMap::new(),
+            last_sample: HashMap::new(),
             error: None,
             rows: 0,
         })
@@ -200,11 +205,20 @@ impl Profile {
             kind,
             weight_ns,
         };
-        let result = self.writer.append_sample(track, meta, &frames).map(|_| ());
+        let result = self.writer.append_sample(track, meta, &frames);
         self.frames = frames;
-        result?;
+        self.last_sample.insert((s.tid, kind), result?);
         self.rows += 1;
         self.sample_metrics(s, track)
+    }
+
+    /// Adds `extra_ns` to the weight of the last sample of `kind` written
+    /// for thread `tid`, if any.
+    pub fn adjust_last_weight(&mut self, tid: i32, kind: SampleKind, extra_ns: u64) -> Result<()> {
+        match self.last_sample.get(&(tid, kind)) {
+            Some(&id) if extra_ns > 0 => self.writer.add_sample_weight(id, extra_ns),
+            _ => Ok(()),
+        }
     }
 
     /// Peak RSS (when it grows) and the thread's CPU time (at most every

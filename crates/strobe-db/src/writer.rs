@@ -35,6 +35,10 @@ pub struct ThreadRef(pub i64);
 /// Row id of a track (`rocpd_track.id`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TrackId(pub i64);
+/// Row id of a sample (`rocpd_sample.id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SampleId(pub i64);
+
 /// Row id of an event (`rocpd_event.id`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EventId(pub i64);
@@ -926,7 +930,7 @@ impl Writer {
         track: TrackId,
         sample: SampleMeta,
         frames: &[StackFrame],
-    ) -> Result<EventId> {
+    ) -> Result<SampleId> {
         let kind = sample.kind as usize;
         let cat = match self.sample_categories[kind] {
             Some(c) => c,
@@ -957,9 +961,26 @@ impl Writer {
             ])
         }
         .at(&self.path)?;
+        let id = SampleId(self.conn.last_insert_rowid());
         self.totals.samples += 1;
         self.end_row(1)?;
-        Ok(ev)
+        Ok(id)
+    }
+
+    /// Adds `extra_ns` to the weight of sample `id` (time that belongs to
+    /// it found out later).
+    pub fn add_sample_weight(&mut self, id: SampleId, extra_ns: u64) -> Result<()> {
+        self.begin_row()?;
+        let sql = format!(
+            "UPDATE \"rocpd_sample{}\" SET extdata = json_object('weight_ns', \
+             COALESCE(json_extract(extdata, '$.weight_ns'), 0) + ?2) WHERE id = ?1",
+            self.suffix
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut st| st.execute(params![id.0, i(extra_ns)]))
+            .at(&self.path)?;
+        self.end_row(1)
     }
 
     /// Describes a counter (`rocpd_info_pmc`, target CPU).
