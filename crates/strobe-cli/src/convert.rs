@@ -61,6 +61,10 @@ pub struct ConvertArgs {
     /// Folded stacks, flamegraphs: one tree per process (default: merged).
     #[arg(long)]
     pub per_process: bool,
+    /// Folded stacks, flamegraphs: add off-CPU (blocked) time under an `[off-CPU]` leaf frame,
+    /// a wall-clock flame graph (default: on-CPU time only).
+    #[arg(long)]
+    pub off_cpu: bool,
     /// Differential flamegraph (svg) or folded diff input: before and after databases.
     #[arg(long, num_args = 2, value_names = ["A.db", "B.db"])]
     pub diff: Option<Vec<String>>,
@@ -164,6 +168,7 @@ pub fn run(mut a: ConvertArgs) -> anyhow::Result<()> {
     let fold = FoldOptions {
         per_process: a.per_process,
         per_thread: a.per_thread,
+        off_cpu: a.off_cpu,
     };
     if let Some(d) = &a.diff {
         return run_diff(&a, &fmts, &d[0], &d[1], fold);

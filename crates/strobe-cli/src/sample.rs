@@ -143,6 +143,7 @@ pub fn run_sample(args: &SampleArgs, config: Option<&Path>) -> Result<i32> {
             end_marker: None,
             per_thread: false,
             per_process: false,
+            off_cpu: false,
             diff: None,
         };
         if let Err(e) = crate::convert::run(convert) {

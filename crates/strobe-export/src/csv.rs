@@ -1,7 +1,7 @@
 //! CSV output: one file per table or view, with a header row.
 //!
-//! Owns [`write_csv`] (regions, samples with their folded stacks, threads,
-//! processes, counters, top) and [`write_query_csv`] (any query, streamed
+//! Owns [`write_csv`] (regions, samples with their kind, weight and folded
+//! stacks, threads, processes, counters, top) and [`write_query_csv`] (any query, streamed
 //! row by row). Fields are quoted per RFC 4180 when needed. It never holds
 //! a table in memory.
 
@@ -91,14 +91,16 @@ pub fn write_query_csv(p: &Profile, sql: &str, path: &Path) -> Result<u64> {
     Ok(n)
 }
 
-/// Writes the samples with their stacks (`frame;…;leaf`, outermost first).
+/// Writes the samples with their kind (`sample`, `wall_sample`,
+/// `off_cpu`), weight (ns; 0 where the database recorded none) and stack
+/// (`frame;…;leaf`, outermost first).
 fn write_samples_csv(p: &Profile, path: &Path) -> Result<u64> {
     let mut out = create(path)?;
     let w = |e| ExportError::Write {
         path: path.to_path_buf(),
         error: e,
     };
-    out.write_all(b"guid,pid,tid,timestamp,track,leaf,stack\n")
+    out.write_all(b"guid,pid,tid,timestamp,kind,weight_ns,track,leaf,stack\n")
         .map_err(w)?;
     let mut n = 0;
     let mut stack = String::new();
@@ -114,6 +116,8 @@ fn write_samples_csv(p: &Profile, path: &Path) -> Result<u64> {
         let leaf = s.frames.first().map(source::frame_name).unwrap_or_default();
         (|| {
             write!(out, "{},{},{},{},", s.guid, s.pid, s.tid, s.timestamp)?;
+            field(&mut out, &s.kind)?;
+            write!(out, ",{},", s.weight_ns)?;
             field(&mut out, s.track.as_deref().unwrap_or(""))?;
             out.write_all(b",")?;
             field(&mut out, &leaf)?;

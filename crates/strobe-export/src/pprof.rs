@@ -2,12 +2,14 @@
 //!
 //! Owns the `profile.proto` messages (prost, field numbers from
 //! google/pprof `proto/profile.proto`) and [`write_pprof`]: one sample per
-//! distinct (process, thread, stack) with values `samples/count` and
-//! `cpu/nanoseconds` (count × sampling period), locations per distinct
-//! frame, functions per distinct name, mappings per module with build ids,
-//! `pid`/`tid` labels. Aggregation happens in SQLite; memory grows with
-//! distinct stacks and frames, never with samples. It never does anything
-//! but encode.
+//! distinct (process, thread, stack) with three values, `samples/count`
+//! (on-CPU samples), `cpu/nanoseconds` (the summed weights of the on-CPU
+//! samples, kinds `sample` and `wall_sample`) and `off_cpu/nanoseconds`
+//! (the summed weights of the `off_cpu` samples: blocked time), locations
+//! per distinct frame, functions per distinct name, mappings per module
+//! with build ids, `pid`/`tid` labels. Aggregation happens in SQLite;
+//! memory grows with distinct stacks and frames, never with samples. It
+//! never does anything but encode.
 
 #![allow(missing_docs)]
 
@@ -153,11 +155,18 @@ impl Strings {
 /// What a pprof conversion wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PprofStats {
-    /// Samples counted.
+    /// On-CPU samples (the `samples/count` total).
     pub samples: u64,
+    /// On-CPU time (ns, the `cpu/nanoseconds` total).
+    pub cpu_ns: u64,
+    /// Off-CPU samples.
+    pub off_cpu_samples: u64,
+    /// Off-CPU (blocked) time (ns, the `off_cpu/nanoseconds` total).
+    pub off_cpu_ns: u64,
     /// Distinct (process, thread, stack) entries.
     pub entries: u64,
-    /// Sampling period used for `cpu/nanoseconds`.
+    /// The sampling period (the profile's `period`; what an on-CPU sample
+    /// without a recorded weight stands for).
     pub period_ns: i64,
 }
 
@@ -188,8 +197,10 @@ pub fn sampling_period_ns(p: &Profile) -> i64 {
     (1e9 / hz).round() as i64
 }
 
-/// Writes the samples of a profile as a gzip-compressed pprof profile.
-/// Fails with [`ExportError::Empty`] when there are no samples.
+/// Writes the samples of a profile as a gzip-compressed pprof profile
+/// (default sample type `cpu`; `go tool pprof -sample_index=off_cpu`
+/// shows blocked time). Fails with [`ExportError::Empty`] when there are
+/// no samples.
 pub fn write_pprof<W: Write>(p: &Profile, out: W) -> Result<PprofStats> {
     let period = sampling_period_ns(p);
     let modules: HashMap<(String, Arc<str>), source::ModuleRow> = source::modules(p)?
@@ -208,6 +219,10 @@ pub fn write_pprof<W: Write>(p: &Profile, out: W) -> Result<PprofStats> {
                 r#type: s.get("cpu"),
                 unit: s.get("nanoseconds"),
             },
+            ValueType {
+                r#type: s.get("off_cpu"),
+                unit: s.get("nanoseconds"),
+            },
         ],
         period_type: Some(ValueType {
             r#type: s.get("cpu"),
@@ -221,24 +236,14 @@ pub fn write_pprof<W: Write>(p: &Profile, out: W) -> Result<PprofStats> {
     let mut mappings: HashMap<(String, Arc<str>), u64> = HashMap::new();
     let mut functions: HashMap<String, u64> = HashMap::new();
     let mut locations: HashMap<source::FrameKey, u64> = HashMap::new();
-    let groups = p.query_stream(
-        "SELECT guid, pid, tid, stack_id, COUNT(*) FROM samples GROUP BY guid, pid, tid, stack_id",
-        |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, i64>(2)?,
-                r.get::<_, Option<i64>>(3)?,
-                r.get::<_, i64>(4)?,
-            ))
-        },
-    )?;
+    let groups = source::sample_groups(p, period)?;
     let mut st = PprofStats {
         period_ns: period,
         ..Default::default()
     };
     for g in groups {
-        let (guid, pid, tid, stack, n) = g?;
+        let g = g?;
+        let (guid, pid, tid, stack) = (g.guid, g.pid, g.tid, g.stack_id);
         let frames = match stack {
             Some(id) => p.resolve_stack(&guid, id)?,
             None => Vec::new(),
@@ -314,7 +319,11 @@ pub fn write_pprof<W: Write>(p: &Profile, out: W) -> Result<PprofStats> {
         }
         prof.sample.push(Sample {
             location_id: loc_ids,
-            value: vec![n, n * period],
+            value: vec![
+                i64::try_from(g.samples).unwrap_or(i64::MAX),
+                i64::try_from(g.cpu_ns).unwrap_or(i64::MAX),
+                i64::try_from(g.off_cpu_ns).unwrap_or(i64::MAX),
+            ],
             label: vec![
                 Label {
                     key: k_pid,
@@ -328,10 +337,13 @@ pub fn write_pprof<W: Write>(p: &Profile, out: W) -> Result<PprofStats> {
                 },
             ],
         });
-        st.samples += n as u64;
+        st.samples += g.samples;
+        st.cpu_ns += g.cpu_ns;
+        st.off_cpu_samples += g.off_cpu_samples;
+        st.off_cpu_ns += g.off_cpu_ns;
         st.entries += 1;
     }
-    if st.samples == 0 {
+    if st.samples + st.off_cpu_samples == 0 {
         return Err(ExportError::Empty {
             what: "pprof".into(),
             needed: "samples".into(),

@@ -4,7 +4,8 @@
 //! threads, modules (small tables, loaded whole), and the time-ordered
 //! streams of regions (with correlation ids and arguments) and counters,
 //! plus the per-process clock shift that aligns processes from several
-//! nodes. Everything large is streamed one row at a time; SQLite sorts
+//! nodes, and the sample aggregation (counts and weights per stack, on and
+//! off CPU) that pprof and folded stacks share. Everything large is streamed one row at a time; SQLite sorts
 //! and spills to temporary files. It never writes to an input and never
 //! formats output.
 
@@ -646,6 +647,86 @@ impl Iterator for Regions<'_> {
 /// [`Profile::resolve_stack`] when it is first needed).
 pub fn samples_unresolved(p: &Profile) -> Result<RowStream<'_, strobe_db::SampleRow>> {
     Ok(p.samples_unresolved()?)
+}
+
+/// The call-stack samples of one (process, thread, stack), on and off CPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SampleGroup {
+    /// Process guid.
+    pub guid: String,
+    /// OS pid.
+    pub pid: i64,
+    /// OS tid.
+    pub tid: i64,
+    /// Call site row id of the leaf (`None`: no stack).
+    pub stack_id: Option<i64>,
+    /// On-CPU samples (kinds `sample` and `wall_sample`).
+    pub samples: u64,
+    /// Time the on-CPU samples stand for (ns): the sum of their weights,
+    /// where a sample without a weight (a database written before weights
+    /// existed) counts one sampling period.
+    pub cpu_ns: u64,
+    /// Off-CPU samples (kind `off_cpu`).
+    pub off_cpu_samples: u64,
+    /// Blocked time the off-CPU samples stand for (ns): the sum of their
+    /// weights.
+    pub off_cpu_ns: u64,
+}
+
+/// The SQL of one sample's effective weight (ns): its `weight_ns`; for an
+/// on-CPU sample without one (NULL or 0, a database written before
+/// weights existed), `period_ns`.
+fn cpu_weight_sql(period_ns: i64) -> String {
+    format!("COALESCE(NULLIF(weight_ns, 0), {})", period_ns.max(0))
+}
+
+/// Streams the samples aggregated per (process, thread, stack) by SQLite,
+/// with their counts and summed weights on and off CPU (memory grows with
+/// distinct stacks, never with samples). `period_ns` is what an on-CPU
+/// sample without a weight stands for (see [`crate::pprof::sampling_period_ns`]).
+pub fn sample_groups(p: &Profile, period_ns: i64) -> Result<RowStream<'_, SampleGroup>> {
+    let off = strobe_db::SampleKind::OffCpu.category();
+    let w = cpu_weight_sql(period_ns);
+    let sql = format!(
+        "SELECT guid, pid, tid, stack_id, \
+           SUM(kind IS NOT '{off}'), \
+           SUM(CASE WHEN kind IS NOT '{off}' THEN {w} ELSE 0 END), \
+           SUM(kind IS '{off}'), \
+           SUM(CASE WHEN kind IS '{off}' THEN COALESCE(weight_ns, 0) ELSE 0 END) \
+         FROM strobe_samples GROUP BY guid, pid, tid, stack_id"
+    );
+    fn n(v: Option<i64>) -> u64 {
+        v.unwrap_or(0).max(0) as u64
+    }
+    Ok(p.query_stream(&sql, |r| {
+        Ok(SampleGroup {
+            guid: r.get(0)?,
+            pid: r.get::<_, Option<i64>>(1)?.unwrap_or(0),
+            tid: r.get::<_, Option<i64>>(2)?.unwrap_or(0),
+            stack_id: r.get(3)?,
+            samples: n(r.get(4)?),
+            cpu_ns: n(r.get(5)?),
+            off_cpu_samples: n(r.get(6)?),
+            off_cpu_ns: n(r.get(7)?),
+        })
+    })?)
+}
+
+/// Whether a sample of this kind (the `kind` column of `strobe_samples`)
+/// measured time off CPU. Every other kind (`sample`, `wall_sample`, none
+/// in old databases) is on-CPU time.
+pub fn is_off_cpu(kind: &str) -> bool {
+    kind == strobe_db::SampleKind::OffCpu.category()
+}
+
+/// The time (ns) an on-CPU sample stands for: its weight, or `period_ns`
+/// when it has none (a database written before weights existed).
+pub fn cpu_weight_ns(s: &strobe_db::SampleRow, period_ns: i64) -> u64 {
+    if s.weight_ns > 0 {
+        s.weight_ns
+    } else {
+        period_ns.max(0) as u64
+    }
 }
 
 /// Streams counter samples ordered by time.

@@ -58,34 +58,51 @@ fn chrome_json_parses_and_matches_counts() {
 }
 
 #[test]
-fn folded_and_flamegraph_name_the_hot_function() {
+fn folded_and_flamegraph_show_on_cpu_time_in_microseconds() {
     let (_d, p, exp) = profile(20);
     let stacks = strobe_export::folded::folded_stacks(&p, FoldOptions::default()).unwrap();
-    assert_eq!(stacks.values().sum::<u64>(), exp.samples);
+    // Values are the summed weights in µs (1, 2 or 3 ms per sample, CPU-time
+    // and wall-clock samples alike); off-CPU time is left out by default.
+    assert_eq!(stacks.values().sum::<u64>(), exp.cpu_ns / 1000);
+    assert_ne!(exp.cpu_ns, exp.samples * 1_000_000, "weights differ");
+    assert!(exp.wall_samples > 0 && exp.off_cpu_samples > 0);
     let hot: u64 = stacks
         .iter()
         .filter(|(s, _)| s.ends_with(fixture::HOT))
         .map(|(_, n)| n)
         .sum();
-    assert_eq!(hot, exp.hot_samples);
+    assert_eq!(hot, exp.hot_ns / 1000);
     for s in stacks.keys() {
         assert!(
             s.starts_with("libc.so.6+0x29d90;main;"),
             "outermost frame first: {s}"
         );
+        assert!(
+            !s.contains("[off-CPU]") && !s.ends_with(fixture::BLOCKED),
+            "{s}"
+        );
     }
     let per_thread = strobe_export::folded::folded_stacks(
         &p,
         FoldOptions {
-            per_process: false,
             per_thread: true,
+            ..FoldOptions::default()
         },
     )
     .unwrap();
     assert!(per_thread
         .keys()
         .any(|s| s.starts_with("solver (pid 2000);worker-1 (tid 2001);")));
-    assert_eq!(per_thread.values().sum::<u64>(), exp.samples);
+    assert_eq!(per_thread.values().sum::<u64>(), exp.cpu_ns / 1000);
+    let mut folded = Vec::new();
+    let n = strobe_export::folded::write_folded(&p, FoldOptions::default(), &mut folded).unwrap();
+    assert_eq!(n, exp.samples, "returns the samples folded");
+    let folded = String::from_utf8(folded).unwrap();
+    let total: u64 = folded
+        .lines()
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(total, exp.cpu_ns / 1000);
     let mut svg = Vec::new();
     let n = strobe_export::folded::write_flamegraph(&p, FoldOptions::default(), "test", &mut svg)
         .unwrap();
@@ -93,6 +110,58 @@ fn folded_and_flamegraph_name_the_hot_function() {
     let svg = String::from_utf8(svg).unwrap();
     assert!(svg.contains("<svg"));
     assert!(svg.contains(fixture::HOT));
+    // Tooltips name the unit: "hot_loop (N µs, P%)".
+    let hot_title = format!("<title>{} (", fixture::HOT);
+    let t = svg.split(&hot_title).nth(1).expect("a hot_loop frame");
+    assert!(t.split(')').next().unwrap().contains(" µs, "), "{t}");
+    assert!(svg.contains("on-CPU time"));
+}
+
+#[test]
+fn folded_off_cpu_option_adds_blocked_time_under_an_off_cpu_leaf() {
+    let (_d, p, exp) = profile(20);
+    let opt = FoldOptions {
+        off_cpu: true,
+        ..FoldOptions::default()
+    };
+    let stacks = strobe_export::folded::folded_stacks(&p, opt).unwrap();
+    let (off, on): (Vec<_>, Vec<_>) = stacks.iter().partition(|(s, _)| s.ends_with(";[off-CPU]"));
+    assert!(!off.is_empty());
+    for (s, _) in &off {
+        assert!(
+            s.ends_with(&format!(";{};[off-CPU]", fixture::BLOCKED)),
+            "blocked in {}: {s}",
+            fixture::BLOCKED
+        );
+    }
+    // 1 or 2 µs per off-CPU sample.
+    assert_eq!(
+        off.iter().map(|(_, n)| **n).sum::<u64>(),
+        exp.off_cpu_ns / 1000
+    );
+    assert_eq!(on.iter().map(|(_, n)| **n).sum::<u64>(), exp.cpu_ns / 1000);
+    assert!(!stacks
+        .keys()
+        .any(|s| s.contains("[off-CPU]") && !s.ends_with("[off-CPU]")));
+    let mut out = Vec::new();
+    let n = strobe_export::folded::write_folded(&p, opt, &mut out).unwrap();
+    assert_eq!(n, exp.samples + exp.off_cpu_samples);
+    assert_eq!(
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("[off-CPU]"))
+            .count(),
+        off.len()
+    );
+    // The fixture's blocked time (µs) is too narrow to draw next to its
+    // CPU time (ms); the SVG says what it shows.
+    let mut svg = Vec::new();
+    let n = strobe_export::folded::write_flamegraph(&p, opt, "wall", &mut svg).unwrap();
+    assert_eq!(n, exp.samples + exp.off_cpu_samples);
+    assert!(String::from_utf8(svg)
+        .unwrap()
+        .contains("on-CPU and off-CPU ([off-CPU]) time"));
 }
 
 #[test]
@@ -113,11 +182,11 @@ fn differential_flamegraph_between_two_databases() {
         &mut svg,
     )
     .unwrap();
-    assert_eq!((x, y), (600, 600));
+    assert_eq!((x, y), (600, 600), "on-CPU samples folded");
     let svg = String::from_utf8(svg).unwrap();
     assert!(svg.contains(fixture::HOT));
-    // 8 of 10 samples before, 2 of 10 after: every hot_loop frame reports
-    // a decrease, the cold leaves an increase.
+    // 15 of 19 ms per iteration in hot_loop before, 3 of 19 after: every
+    // hot_loop frame reports a decrease, the cold leaves an increase.
     let titles = |f: &str| -> Vec<String> {
         svg.split("<title>")
             .skip(1)
@@ -127,7 +196,10 @@ fn differential_flamegraph_between_two_databases() {
     };
     let hot = titles("hot_loop (");
     assert!(!hot.is_empty());
-    assert!(hot.iter().all(|t| t.contains("; -")), "{hot:?}");
+    assert!(
+        hot.iter().all(|t| t.contains(" µs, ") && t.contains("; -")),
+        "{hot:?}"
+    );
     let cold = titles("libm.so.6+0x12340 (");
     assert!(
         !cold.is_empty() && cold.iter().all(|t| t.contains("; +")),
@@ -135,35 +207,64 @@ fn differential_flamegraph_between_two_databases() {
     );
 }
 
+/// Decodes a gzip-compressed pprof profile.
+fn decode_pprof(gz: &[u8]) -> PprofProfile {
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(gz)
+        .read_to_end(&mut raw)
+        .unwrap();
+    PprofProfile::decode(&raw[..]).expect("profile.proto decodes")
+}
+
 #[test]
 fn pprof_decodes_and_totals_match() {
     let (_d, p, exp) = profile(20);
     let mut gz = Vec::new();
     let st = strobe_export::pprof::write_pprof(&p, &mut gz).unwrap();
-    let mut raw = Vec::new();
-    flate2::read::GzDecoder::new(&gz[..])
-        .read_to_end(&mut raw)
-        .unwrap();
-    let prof = PprofProfile::decode(&raw[..]).expect("profile.proto decodes");
+    let prof = decode_pprof(&gz);
     assert_eq!(prof.string_table[0], "");
     let s = |i: i64| prof.string_table[i as usize].as_str();
-    assert_eq!(s(prof.sample_type[0].r#type), "samples");
-    assert_eq!(s(prof.sample_type[0].unit), "count");
-    assert_eq!(s(prof.sample_type[1].r#type), "cpu");
-    assert_eq!(s(prof.sample_type[1].unit), "nanoseconds");
+    let types: Vec<(&str, &str)> = prof
+        .sample_type
+        .iter()
+        .map(|t| (s(t.r#type), s(t.unit)))
+        .collect();
+    assert_eq!(
+        types,
+        [
+            ("samples", "count"),
+            ("cpu", "nanoseconds"),
+            ("off_cpu", "nanoseconds")
+        ]
+    );
+    assert_eq!(s(prof.default_sample_type), "cpu");
     assert_eq!(prof.period, 1_000_000, "sampling_freq 1000 Hz gives 1 ms");
-    let total: i64 = prof.sample.iter().map(|x| x.value[0]).sum();
-    assert_eq!(total as u64, exp.samples);
-    assert_eq!(st.samples, exp.samples);
-    let cpu: i64 = prof.sample.iter().map(|x| x.value[1]).sum();
-    assert_eq!(cpu, total * 1_000_000);
+    assert!(prof.sample.iter().all(|x| x.value.len() == 3));
+    let sum = |k: usize| prof.sample.iter().map(|x| x.value[k]).sum::<i64>() as u64;
+    // samples/count counts on-CPU samples (CPU-time and wall-clock),
+    // cpu/nanoseconds sums their weights, off_cpu/nanoseconds the blocked time.
+    assert_eq!(sum(0), exp.samples);
+    assert_eq!(sum(1), exp.cpu_ns);
+    assert_eq!(sum(2), exp.off_cpu_ns);
+    assert_ne!(sum(1), sum(0) * 1_000_000, "weights, not count x period");
+    assert_eq!(
+        st,
+        strobe_export::pprof::PprofStats {
+            samples: exp.samples,
+            cpu_ns: exp.cpu_ns,
+            off_cpu_samples: exp.off_cpu_samples,
+            off_cpu_ns: exp.off_cpu_ns,
+            entries: prof.sample.len() as u64,
+            period_ns: 1_000_000,
+        }
+    );
     let locs: HashMap<u64, &strobe_export::pprof::Location> =
         prof.location.iter().map(|l| (l.id, l)).collect();
     let funcs: HashMap<u64, &strobe_export::pprof::Function> =
         prof.function.iter().map(|f| (f.id, f)).collect();
     let maps: HashMap<u64, &strobe_export::pprof::Mapping> =
         prof.mapping.iter().map(|m| (m.id, m)).collect();
-    let mut hot = 0;
+    let (mut hot, mut hot_ns, mut blocked_ns) = (0, 0, 0);
     for smp in &prof.sample {
         for id in &smp.location_id {
             let l = locs[id];
@@ -171,36 +272,127 @@ fn pprof_decodes_and_totals_match() {
             assert!(funcs.contains_key(&l.line[0].function_id));
         }
         let leaf = locs[&smp.location_id[0]];
-        if s(funcs[&leaf.line[0].function_id].name) == fixture::HOT {
+        let name = s(funcs[&leaf.line[0].function_id].name);
+        if name == fixture::HOT {
             hot += smp.value[0];
+            hot_ns += smp.value[1];
+        }
+        if name == fixture::BLOCKED {
+            assert_eq!(&smp.value[..2], [0, 0], "blocked stacks have no CPU time");
+            blocked_ns += smp.value[2];
+        } else {
+            assert_eq!(smp.value[2], 0, "only {} blocks", fixture::BLOCKED);
         }
     }
     assert_eq!(hot as u64, exp.hot_samples);
+    assert_eq!(hot_ns as u64, exp.hot_ns);
+    assert_eq!(blocked_ns as u64, exp.off_cpu_ns);
     assert!(prof.mapping.iter().any(|m| s(m.build_id)
         == "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b"
         && s(m.filename) == "/opt/app/bin/solver"));
 }
 
 #[test]
-fn firefox_profile_has_threads_samples_and_markers() {
+fn databases_without_weights_count_one_sampling_period_per_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, hot) = fixture::unweighted(dir.path(), 50, 3);
+    let p = Profile::open_files(&[db]).unwrap();
+    let weights: Vec<Option<i64>> = p
+        .query_stream("SELECT weight_ns FROM strobe_samples", |r| r.get(0))
+        .unwrap()
+        .map(|w| w.unwrap())
+        .collect();
+    assert_eq!(weights.len(), 50);
+    assert!(weights.iter().all(Option::is_none), "no weights recorded");
+    // Recorded at 500 Hz: 2 ms = 2000 µs per sample.
+    let stacks = strobe_export::folded::folded_stacks(&p, FoldOptions::default()).unwrap();
+    assert_eq!(stacks.values().sum::<u64>(), 50 * 2000);
+    let hot_us: u64 = stacks
+        .iter()
+        .filter(|(s, _)| s.ends_with(fixture::HOT))
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(hot_us, hot * 2000);
+    let mut svg = Vec::new();
+    assert_eq!(
+        strobe_export::folded::write_flamegraph(&p, FoldOptions::default(), "old", &mut svg)
+            .unwrap(),
+        50
+    );
+    let mut gz = Vec::new();
+    let st = strobe_export::pprof::write_pprof(&p, &mut gz).unwrap();
+    let prof = decode_pprof(&gz);
+    assert_eq!(prof.period, 2_000_000);
+    let sum = |k: usize| prof.sample.iter().map(|x| x.value[k]).sum::<i64>();
+    assert_eq!((sum(0), sum(1), sum(2)), (50, 50 * 2_000_000, 0));
+    assert_eq!((st.samples, st.cpu_ns, st.off_cpu_ns), (50, 100_000_000, 0));
+    let mut out = Vec::new();
+    strobe_export::firefox::write_firefox(&p, &mut out).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let w: f64 = v["threads"][0]["samples"]["weight"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .sum();
+    assert_eq!(w, 100.0, "50 samples of 2 ms");
+}
+
+#[test]
+fn firefox_profile_has_threads_weighted_samples_and_markers() {
     let (_d, p, exp) = profile(10);
     let mut out = Vec::new();
     let st = strobe_export::firefox::write_firefox(&p, &mut out).unwrap();
     assert_eq!(st.samples, exp.samples);
+    assert_eq!(st.off_cpu_markers, exp.off_cpu_samples);
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert!(v["meta"]["version"].is_number());
     let threads = v["threads"].as_array().unwrap();
     assert_eq!(threads.len() as u64, exp.threads);
+    // Only on-CPU samples are in the samples tables, weighted in ms.
     let samples: u64 = threads
         .iter()
         .map(|t| t["samples"]["length"].as_u64().unwrap())
         .sum();
     assert_eq!(samples, exp.samples);
+    let mut weight_ms = 0.0;
+    for t in threads {
+        let smp = &t["samples"];
+        assert_eq!(smp["weightType"], "tracing-ms");
+        let w = smp["weight"].as_array().expect("a weight column");
+        assert_eq!(w.len() as u64, smp["length"].as_u64().unwrap());
+        weight_ms += w.iter().map(|x| x.as_f64().unwrap()).sum::<f64>();
+    }
+    assert_eq!(weight_ms, (exp.cpu_ns / 1_000_000) as f64);
+    // Regions, instants and one off-CPU interval marker per off-CPU sample.
     let markers: u64 = threads
         .iter()
         .map(|t| t["markers"]["length"].as_u64().unwrap())
         .sum();
-    assert_eq!(markers, exp.regions + exp.markers);
+    assert_eq!(markers, exp.regions + exp.markers + exp.off_cpu_samples);
+    let mut off = Vec::new();
+    for t in threads {
+        let m = &t["markers"];
+        for (k, d) in m["data"].as_array().unwrap().iter().enumerate() {
+            if d["type"] == "StrobeOffCpu" {
+                let (a, b) = (
+                    m["startTime"][k].as_f64().unwrap(),
+                    m["endTime"][k].as_f64().unwrap(),
+                );
+                assert!(
+                    d["cause"]["stack"].is_number(),
+                    "the stack where it blocked: {d}"
+                );
+                off.push(((b - a) * 1e6).round() as u64);
+            }
+        }
+    }
+    let mut want: Vec<u64> = exp.off_cpu.iter().map(|(_, w)| *w).collect();
+    off.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(off, want, "marker durations are the blocked times");
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains(fixture::HOT) && text.contains(fixture::BLOCKED));
     let strings = v["shared"]["stringArray"]
         .as_array()
         .map(|a| a.len())
@@ -210,7 +402,6 @@ fn firefox_profile_has_threads_samples_and_markers() {
             .map(|t| t["stringArray"].as_array().map(|a| a.len()).unwrap_or(0))
             .sum::<usize>();
     assert!(strings > 0);
-    assert!(String::from_utf8_lossy(&out).contains(fixture::HOT));
 }
 
 #[test]
@@ -224,7 +415,11 @@ fn csv_one_file_per_table_with_headers() {
         .map(|(f, n)| (f.file_name().unwrap().to_str().unwrap().to_string(), *n))
         .collect();
     assert_eq!(rows["run_regions.csv"], exp.regions + exp.markers);
-    assert_eq!(rows["run_samples.csv"], exp.samples);
+    assert_eq!(
+        rows["run_samples.csv"],
+        exp.samples + exp.off_cpu_samples,
+        "every sample, on and off CPU"
+    );
     assert_eq!(rows["run_threads.csv"], exp.threads);
     assert_eq!(rows["run_processes.csv"], 3);
     assert_eq!(rows["run_counters.csv"], exp.counters);
@@ -237,8 +432,23 @@ fn csv_one_file_per_table_with_headers() {
     );
     assert_eq!(text.lines().count() as u64, exp.regions + exp.markers + 1);
     let samples = std::fs::read_to_string(out.join("run_samples.csv")).unwrap();
-    assert!(samples.starts_with("guid,pid,tid,timestamp,track,leaf,stack\n"));
+    assert!(samples.starts_with("guid,pid,tid,timestamp,kind,weight_ns,track,leaf,stack\n"));
     assert!(samples.contains(&format!(",{},", fixture::HOT)));
+    let mut by_kind: HashMap<String, (u64, u64)> = HashMap::new();
+    for l in samples.lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        let e = by_kind.entry(f[4].to_string()).or_default();
+        e.0 += 1;
+        e.1 += f[5].parse::<u64>().unwrap();
+        if f[4] == "off_cpu" {
+            assert_eq!(f[7], fixture::BLOCKED, "leaf of {l}");
+        }
+    }
+    let on = exp.samples - exp.wall_samples;
+    assert_eq!(by_kind["sample"].0, on);
+    assert_eq!(by_kind["wall_sample"].0, exp.wall_samples);
+    assert_eq!(by_kind["sample"].1 + by_kind["wall_sample"].1, exp.cpu_ns);
+    assert_eq!(by_kind["off_cpu"], (exp.off_cpu_samples, exp.off_cpu_ns));
 }
 
 #[test]

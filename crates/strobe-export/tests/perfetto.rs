@@ -24,6 +24,9 @@ struct Seen {
     annotations: HashMap<String, DebugAnnotation>,
     clock_ids: Vec<u32>,
     default_clock: Option<u32>,
+    /// Closed slices: (name, duration ns, name of the enclosing slice on
+    /// the same track).
+    slices: Vec<(String, u64, Option<String>)>,
 }
 
 /// Checks every structural rule of a trace and returns what it saw.
@@ -35,7 +38,9 @@ fn check_trace(bytes: &[u8]) -> Seen {
     // Per sequence: defined iids per kind.
     let mut defined: HashMap<u32, HashMap<&'static str, HashSet<u64>>> = HashMap::new();
     let mut seq_started: HashSet<u32> = HashSet::new();
-    let mut open: HashMap<u64, Vec<u64>> = HashMap::new();
+    let mut open: HashMap<u64, Vec<(u64, String)>> = HashMap::new();
+    // Per sequence: event name iid -> name.
+    let mut names: HashMap<u32, HashMap<u64, String>> = HashMap::new();
     let mut last_ts: HashMap<u64, u64> = HashMap::new();
     for (k, p) in trace.packet.iter().enumerate() {
         let seq = p
@@ -44,6 +49,7 @@ fn check_trace(bytes: &[u8]) -> Seen {
         let flags = p.sequence_flags.unwrap_or(0);
         if flags & SEQ_INCREMENTAL_STATE_CLEARED != 0 {
             defined.insert(seq, HashMap::new());
+            names.insert(seq, HashMap::new());
             seq_started.insert(seq);
             if let Some(d) = &p.trace_packet_defaults {
                 seen.default_clock = d.timestamp_clock_id;
@@ -70,6 +76,10 @@ fn check_trace(bytes: &[u8]) -> Seen {
             };
             for n in &i.event_names {
                 def("name", n.iid);
+                names
+                    .entry(seq)
+                    .or_default()
+                    .insert(n.iid.unwrap(), n.name.clone().unwrap_or_default());
             }
             for c in &i.event_categories {
                 def("cat", c.iid);
@@ -177,16 +187,19 @@ fn check_trace(bytes: &[u8]) -> Seen {
             seen.flows += ev.flow_ids.len() as u64;
             match ev.r#type {
                 Some(TYPE_SLICE_BEGIN) => {
-                    assert!(ev.name_iid.is_some());
-                    open.entry(track).or_default().push(ts);
+                    let n = ev.name_iid.expect("slices are named");
+                    let name = names[&seq][&n].clone();
+                    open.entry(track).or_default().push((ts, name));
                     seen.begins += 1;
                 }
                 Some(TYPE_SLICE_END) => {
-                    let b = open
-                        .get_mut(&track)
+                    let stack = open.get_mut(&track);
+                    let (b, name) = stack
                         .and_then(|s| s.pop())
                         .expect("END without BEGIN on its track");
                     assert!(ts >= b, "END before its BEGIN");
+                    let parent = open[&track].last().map(|(_, n)| n.clone());
+                    seen.slices.push((name, ts - b, parent));
                 }
                 Some(TYPE_INSTANT) => seen.instants += 1,
                 Some(TYPE_COUNTER) => {
@@ -211,14 +224,18 @@ fn many_processes_one_trace() {
     let mut out = Vec::new();
     let stats = write_perfetto(&p, &mut out).unwrap();
     let seen = check_trace(&out);
-    assert_eq!(seen.begins, exp.regions);
+    // Regions and off-CPU samples are slices; on-CPU samples (CPU-time and
+    // wall-clock) are PerfSamples.
+    assert_eq!(seen.begins, exp.regions + exp.off_cpu_samples);
     assert_eq!(seen.instants, exp.markers);
     assert_eq!(seen.counters, exp.counters);
     assert_eq!(seen.samples, exp.samples);
     assert_eq!(stats.slices, exp.regions);
+    assert_eq!(stats.samples, exp.samples);
+    assert_eq!(stats.off_cpu_slices, exp.off_cpu_samples);
     assert_eq!(
         stats.events,
-        2 * exp.regions + exp.markers + exp.counters + exp.samples
+        2 * (exp.regions + exp.off_cpu_samples) + exp.markers + exp.counters + exp.samples
     );
     assert_eq!(seen.processes.len(), 3);
     let pids: HashSet<i32> = seen.processes.iter().map(|p| p.pid.unwrap()).collect();
@@ -266,7 +283,7 @@ fn window_restricts_the_trace() {
     let mut out = Vec::new();
     write_perfetto(&p, &mut out).unwrap();
     let seen = check_trace(&out);
-    assert!(seen.begins > 0 && seen.begins < exp.regions / 3);
+    assert!(seen.begins > 0 && seen.begins < (exp.regions + exp.off_cpu_samples) / 3);
     assert!(seen.samples > 0 && seen.samples < exp.samples / 3);
 }
 
@@ -351,10 +368,113 @@ fn more_processes_than_reader_threads() {
     let mut out = Vec::new();
     write_perfetto(&p, &mut out).unwrap();
     let seen = check_trace(&out);
-    assert_eq!(seen.begins, exp.regions);
+    assert_eq!(seen.begins, exp.regions + exp.off_cpu_samples);
     assert_eq!(seen.instants, exp.markers);
     assert_eq!(seen.samples, exp.samples);
     assert_eq!(seen.counters, exp.counters);
     assert_eq!(seen.processes.len(), 9);
     assert!(seen.annotations.contains_key("iteration"));
+}
+
+#[test]
+fn off_cpu_samples_are_slices_over_the_blocked_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let (files, exp) = fixture::three_processes(dir.path(), 40);
+    let p = Profile::open_files(&files).unwrap();
+    let mut out = Vec::new();
+    write_perfetto(&p, &mut out).unwrap();
+    let seen = check_trace(&out);
+    let name = format!("off-CPU: {}", fixture::BLOCKED);
+    let off: Vec<&(String, u64, Option<String>)> = seen
+        .slices
+        .iter()
+        .filter(|s| s.0.starts_with("off-CPU"))
+        .collect();
+    assert_eq!(off.len() as u64, exp.off_cpu_samples);
+    assert!(
+        off.iter().all(|s| s.0 == name),
+        "named after the innermost function"
+    );
+    // Durations are the weights (1 or 2 µs), and each slice sits inside the
+    // io region it blocked in.
+    let mut got: Vec<u64> = off.iter().map(|s| s.1).collect();
+    let mut want: Vec<u64> = exp.off_cpu.iter().map(|(_, w)| *w).collect();
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got, want);
+    assert_eq!(got.iter().sum::<u64>(), exp.off_cpu_ns);
+    assert!(
+        off.iter().all(|s| s.2.as_deref() == Some("io")),
+        "nested in io: {:?}",
+        off.iter().find(|s| s.2.as_deref() != Some("io"))
+    );
+    // The region slices are unchanged.
+    assert_eq!(
+        seen.slices.iter().filter(|s| s.0 == "io").count() as u64,
+        3 * 3 * 40
+    );
+}
+
+#[test]
+fn off_cpu_sample_without_a_stack_is_still_a_slice() {
+    use strobe_export::perfetto::PerfettoWriter;
+    let mut w = PerfettoWriter::new(Vec::new(), HashMap::new(), Vec::new(), 0).unwrap();
+    w.process(&strobe_export::source::ProcessRow {
+        guid: "g".into(),
+        pid: 7,
+        ppid: 1,
+        command: "app".into(),
+        machine_id: "m".into(),
+        hostname: String::new(),
+        start: Some(0),
+        realtime_minus_monotonic: None,
+        end: None,
+    })
+    .unwrap();
+    let sample = |kind: &str, timestamp: i64, weight_ns: u64| strobe_db::SampleRow {
+        guid: "g".into(),
+        pid: 7,
+        tid: 8,
+        timestamp,
+        track: None,
+        stack_id: None,
+        kind: kind.into(),
+        weight_ns,
+        frames: Vec::new(),
+    };
+    w.sample(&sample("off_cpu", 100, 5_000)).unwrap();
+    w.sample(&sample("sample", 200, 1_000_000)).unwrap();
+    w.sample(&sample("wall_sample", 300, 1_000_000)).unwrap();
+    let (stats, out) = w.finish().unwrap();
+    assert_eq!((stats.samples, stats.off_cpu_slices), (2, 1));
+    let seen = check_trace_allowing_no_stack(&out);
+    assert_eq!(seen, vec![("off-CPU: [no stack]".to_string(), 100, 5_100)]);
+}
+
+/// The slices of a trace whose samples may lack a call stack: (name,
+/// begin, end).
+fn check_trace_allowing_no_stack(bytes: &[u8]) -> Vec<(String, u64, u64)> {
+    let trace = Trace::decode(bytes).unwrap();
+    let mut names: HashMap<u64, String> = HashMap::new();
+    let mut open: Vec<(String, u64)> = Vec::new();
+    let mut out = Vec::new();
+    for p in &trace.packet {
+        if let Some(i) = &p.interned_data {
+            for n in &i.event_names {
+                names.insert(n.iid.unwrap(), n.name.clone().unwrap());
+            }
+        }
+        if let Some(ev) = &p.track_event {
+            let ts = p.timestamp.unwrap();
+            match ev.r#type {
+                Some(TYPE_SLICE_BEGIN) => open.push((names[&ev.name_iid.unwrap()].clone(), ts)),
+                Some(TYPE_SLICE_END) => {
+                    let (n, b) = open.pop().unwrap();
+                    out.push((n, b, ts));
+                }
+                other => panic!("unexpected event {other:?}"),
+            }
+        }
+    }
+    out
 }

@@ -3,10 +3,13 @@
 //! Owns [`PerfettoWriter`], a streaming encoder of Perfetto `TracePacket`s
 //! (create it, feed it processes, threads, regions, samples and counters in
 //! time order, finish it), and [`write_perfetto`], which feeds it a whole
-//! profile. Memory stays bounded: the writer keeps only the open regions of
-//! each thread, the interning tables of the current sequence (cleared and
-//! restarted past a fixed size) and the track table. It never reads a
-//! database itself in [`PerfettoWriter`] and never holds the trace.
+//! profile. On-CPU samples become `PerfSample`s; off-CPU samples become
+//! `off-CPU: <function>` slices over the blocked time on their thread's
+//! track. Memory stays bounded: the writer keeps only the open regions and
+//! off-CPU slices of each thread, the interning tables of the current
+//! sequence (cleared and restarted past a fixed size) and the track table.
+//! It never reads a database itself in [`PerfettoWriter`] and never holds
+//! the trace.
 
 pub mod proto;
 
@@ -40,9 +43,12 @@ pub struct PerfettoStats {
     pub instants: u64,
     /// Counter values.
     pub counter_values: u64,
-    /// Samples (`PerfSample` packets).
+    /// On-CPU samples (`PerfSample` packets).
     pub samples: u64,
-    /// Track events plus samples (a slice counts two).
+    /// Off-CPU samples, each a slice (a BEGIN and an END) over the time
+    /// the thread spent blocked.
+    pub off_cpu_slices: u64,
+    /// Track events plus samples (a slice, region or off-CPU, counts two).
     pub events: u64,
 }
 
@@ -162,6 +168,19 @@ pub struct PerfettoWriter<W: Write> {
     mappings: FastMap<(String, Arc<str>), u64>,
     frames: FastMap<source::FrameKey, u64>,
     callstacks: FastMap<Arc<str>, FastMap<i64, u64>>,
+    /// Off-CPU slice names per (process, call stack), cleared with the
+    /// interning state.
+    off_cpu_names: FastMap<(Arc<str>, i64), Arc<str>>,
+    off_cpu_category: Arc<str>,
+}
+
+/// The name of the slice of an off-CPU sample whose innermost frame is
+/// `leaf` (`None`: no stack).
+fn off_cpu_slice_name(leaf: Option<&strobe_db::ResolvedFrame>) -> String {
+    match leaf {
+        Some(f) => format!("off-CPU: {}", f.display_name()),
+        None => "off-CPU: [no stack]".to_string(),
+    }
 }
 
 #[inline]
@@ -220,6 +239,8 @@ impl<W: Write> PerfettoWriter<W> {
             mappings: FastMap::default(),
             frames: FastMap::default(),
             callstacks: FastMap::default(),
+            off_cpu_names: FastMap::default(),
+            off_cpu_category: Arc::from(strobe_db::SampleKind::OffCpu.category()),
         };
         w.emit(&TracePacket {
             trusted_packet_sequence_id: Some(SEQ_CLOCKS),
@@ -270,6 +291,7 @@ impl<W: Write> PerfettoWriter<W> {
         self.mappings.clear();
         self.frames.clear();
         self.callstacks.clear();
+        self.off_cpu_names.clear();
         self.interned = 0;
         self.next_iid = 1;
         self.needs_reset = false;
@@ -634,9 +656,11 @@ impl<W: Write> PerfettoWriter<W> {
         self.fast_event(ts, TYPE_COUNTER, uuid, None, None, Some(c.value), None)
     }
 
-    /// Writes one sample as a `PerfSample` packet, interning its frames,
-    /// mappings, function names, build ids and the call stack (from
-    /// `s.frames`, leaf first).
+    /// Writes one on-CPU sample as a `PerfSample` packet, interning its
+    /// frames, mappings, function names, build ids and the call stack (from
+    /// `s.frames`, leaf first); an off-CPU sample (kind `off_cpu`) as a
+    /// slice named `off-CPU: <innermost function>` on its thread's track,
+    /// from its timestamp to timestamp + weight (the blocked time).
     pub fn sample(&mut self, s: &SampleRow) -> Result<()> {
         self.sample_with(s, &mut |_, _| Ok(s.frames.clone()))
     }
@@ -652,6 +676,9 @@ impl<W: Write> PerfettoWriter<W> {
     ) -> Result<()> {
         self.close_until(s.timestamp)?;
         self.maybe_reset()?;
+        if source::is_off_cpu(&s.kind) {
+            return self.off_cpu(s, resolve);
+        }
         let guid: Arc<str> = match self.callstacks.get_key_value(s.guid.as_str()) {
             Some((k, _)) => k.clone(),
             None => Arc::from(s.guid.as_str()),
@@ -699,6 +726,55 @@ impl<W: Write> PerfettoWriter<W> {
             }),
             ..Default::default()
         })
+    }
+
+    /// Writes an off-CPU sample as a slice over its blocked time (a BEGIN
+    /// now, its END when due), nested like a region on the thread's lanes.
+    fn off_cpu(
+        &mut self,
+        s: &SampleRow,
+        resolve: &mut dyn FnMut(&str, i64) -> Result<Vec<strobe_db::ResolvedFrame>>,
+    ) -> Result<()> {
+        let guid: Arc<str> = Arc::from(s.guid.as_str());
+        let th = self.thread_track(&guid, s.pid, s.tid, None)?;
+        let name = match s.stack_id {
+            None => Arc::from(off_cpu_slice_name(None).as_str()),
+            Some(id) => match self.off_cpu_names.get(&(guid.clone(), id)) {
+                Some(n) => n.clone(),
+                None => {
+                    let frames = resolve(&s.guid, id)?;
+                    let n: Arc<str> = Arc::from(off_cpu_slice_name(frames.first()).as_str());
+                    if self.off_cpu_names.len() >= MAX_INTERNED {
+                        self.off_cpu_names.clear();
+                    }
+                    self.off_cpu_names.insert((guid.clone(), id), n.clone());
+                    n
+                }
+            },
+        };
+        let mut inter = None;
+        let name_iid = self.intern_name(&name, &mut inter);
+        let category = self.off_cpu_category.clone();
+        let cat = self.intern_cat(&category, &mut inter);
+        let end = s
+            .timestamp
+            .saturating_add(i64::try_from(s.weight_ns).unwrap_or(i64::MAX));
+        let lane = self.pick_lane(th, end)?;
+        self.push_seq += 1;
+        self.pending
+            .push(Reverse((end, u64::MAX - self.push_seq, th, lane)));
+        self.stats.off_cpu_slices += 1;
+        let track = self.threads[th].lanes[lane].uuid;
+        let ts = (s.timestamp + self.threads[th].shift).max(0) as u64;
+        self.fast_event(
+            ts,
+            TYPE_SLICE_BEGIN,
+            track,
+            Some(name_iid),
+            Some(cat),
+            None,
+            inter.as_ref(),
+        )
     }
 
     fn intern_frame(
