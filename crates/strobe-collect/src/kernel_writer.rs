@@ -69,6 +69,10 @@ pub struct KernelWriter {
     exited: std::collections::HashSet<i32>,
     /// Threads that left their CPU: where, by tid, until they come back.
     off_cpu: HashMap<i32, SwitchedOut>,
+    /// Switch-in records read before the switch-out they end (a thread can
+    /// leave one CPU and come back on another whose ring was read first):
+    /// tid → when it came back.
+    early_in: HashMap<i32, u64>,
 }
 
 /// A thread that left its CPU: its stack then, and whether it blocked
@@ -79,6 +83,8 @@ struct SwitchedOut {
     frames: Vec<u64>,
     complete: bool,
     blocked: bool,
+    /// When it came back, if that record was read first.
+    back_ns: Option<u64>,
 }
 
 /// The process image the kernel's records of thread `tid` of `pid` go to:
@@ -192,6 +198,7 @@ impl KernelWriter {
                         .or_insert_with(|| ProcessUnwinder::for_process(s.pid));
                     let (frames, complete) =
                         unwinder.unwind(s.ip, s.sp, s.bp, s.stack, options.max_depth);
+                    let back_ns = self.early_in.remove(&s.tid).filter(|&t| t >= s.time_ns);
                     self.off_cpu.insert(
                         s.tid,
                         SwitchedOut {
@@ -200,6 +207,7 @@ impl KernelWriter {
                             frames,
                             complete,
                             blocked: false,
+                            back_ns,
                         },
                     );
                 }
@@ -209,9 +217,16 @@ impl KernelWriter {
                     preempted,
                     ..
                 }) => {
+                    let Some(switched) = self.off_cpu.get_mut(&tid) else {
+                        continue;
+                    };
                     if preempted {
                         self.off_cpu.remove(&tid);
-                    } else if let Some(switched) = self.off_cpu.get_mut(&tid) {
+                    } else if let Some(back_ns) = switched.back_ns {
+                        if let Some(switched) = self.off_cpu.remove(&tid) {
+                            self.record_off_cpu(tid, switched, back_ns, processes, options, for_all);
+                        }
+                    } else {
                         switched.blocked = true;
                     }
                 }
@@ -220,31 +235,15 @@ impl KernelWriter {
                     time_ns,
                     out: false,
                     ..
-                }) => {
-                    let Some(switched) = self.off_cpu.remove(&tid).filter(|s| s.blocked) else {
-                        continue;
-                    };
-                    let Some(target) = route(
-                        &mut self.own,
-                        &self.runtime,
-                        &self.threads,
-                        processes,
-                        for_all,
-                        switched.pid,
-                        tid,
-                        switched.time_ns,
-                    ) else {
-                        continue;
-                    };
-                    let modules = self
-                        .unwinders
-                        .get(&switched.pid)
-                        .map_or(&[][..], |u| &u.modules[..]);
-                    let sample =
-                        kernel_sample(tid, switched.time_ns, switched.complete, &switched.frames);
-                    let weight = time_ns.saturating_sub(switched.time_ns);
-                    target.kernel_sample(&sample, SampleKind::OffCpu, weight, modules, options);
-                }
+                }) => match self.off_cpu.remove(&tid) {
+                    Some(switched) if switched.blocked => {
+                        self.record_off_cpu(tid, switched, time_ns, processes, options, for_all);
+                    }
+                    Some(_) => {}
+                    None => {
+                        self.early_in.insert(tid, time_ns);
+                    }
+                },
                 Some(Record::Mmap {
                     pid,
                     start,
@@ -279,6 +278,7 @@ impl KernelWriter {
                     exit: true,
                 }) => {
                     self.off_cpu.remove(&tid);
+                    self.early_in.remove(&tid);
                     if pid == tid {
                         self.exited.insert(pid);
                     }
@@ -292,6 +292,38 @@ impl KernelWriter {
             }
         }
         ended
+    }
+
+    /// Records the time thread `tid` spent blocked, from `switched` until
+    /// `back_ns`, as an off-CPU sample.
+    fn record_off_cpu(
+        &mut self,
+        tid: i32,
+        switched: SwitchedOut,
+        back_ns: u64,
+        processes: &mut HashMap<u64, Process>,
+        options: &Options,
+        for_all: bool,
+    ) {
+        let Some(target) = route(
+            &mut self.own,
+            &self.runtime,
+            &self.threads,
+            processes,
+            for_all,
+            switched.pid,
+            tid,
+            switched.time_ns,
+        ) else {
+            return;
+        };
+        let modules = self
+            .unwinders
+            .get(&switched.pid)
+            .map_or(&[][..], |u| &u.modules[..]);
+        let sample = kernel_sample(tid, switched.time_ns, switched.complete, &switched.frames);
+        let weight = back_ns.saturating_sub(switched.time_ns);
+        target.kernel_sample(&sample, SampleKind::OffCpu, weight, modules, options);
     }
 
     /// The processes of its own still open, and the records the kernel
