@@ -224,7 +224,9 @@ impl KernelWriter {
                         self.off_cpu.remove(&tid);
                     } else if let Some(back_ns) = switched.back_ns {
                         if let Some(switched) = self.off_cpu.remove(&tid) {
-                            self.record_off_cpu(tid, switched, back_ns, processes, options, for_all);
+                            self.record_off_cpu(
+                                tid, switched, back_ns, processes, options, for_all,
+                            );
                         }
                     } else {
                         switched.blocked = true;

@@ -81,41 +81,28 @@ pub fn describe(segment: &Segment) -> Described {
     d
 }
 
-/// The weights of one thread's timer samples. A CPU-time timer the
+/// The timer expirations of one thread's samples. A CPU-time timer the
 /// kernel checks late (when the thread is not running at its ticks: more
 /// threads than cores) fires once for several periods, at wherever the
 /// thread is when the check comes: giving that sample all of them would
-/// credit one place with time spent elsewhere. So every sample weighs the
-/// thread's mean so far (expirations × period / samples, at least one
-/// period, never more than the expirations not yet assigned), and what
-/// is left goes to the thread's last sample at the end: shares within a
+/// credit one place with time spent elsewhere (measured: 7.1 pp of error
+/// on a worker's shares where counting samples alike gave 1.1 pp). So
+/// every sample weighs one period while the run lasts, and at the end the
+/// thread's samples are scaled alike to its expirations: shares within a
 /// thread are those of its samples, its total is exact.
 #[derive(Debug, Default, Clone, Copy)]
 struct TimerWeights {
     samples: u64,
     expirations: u64,
-    period_ns: u64,
-    assigned_ns: u64,
 }
 
 impl TimerWeights {
-    /// The weight of the next sample, which stands for `1 + overruns`
-    /// expirations of a `period_ns` timer.
+    /// The weight of the next sample of a `period_ns` timer, which stands
+    /// for `1 + overruns` expirations.
     fn weigh(&mut self, period_ns: u64, overruns: u32) -> u64 {
-        let mean = (period_ns * self.expirations)
-            .checked_div(self.samples)
-            .unwrap_or(period_ns);
         self.samples += 1;
         self.expirations += 1 + u64::from(overruns);
-        self.period_ns = period_ns;
-        let weight = mean.max(period_ns).min(self.unassigned_ns());
-        self.assigned_ns += weight;
-        weight
-    }
-
-    /// The expirations' time not yet in any sample's weight.
-    fn unassigned_ns(&self) -> u64 {
-        self.period_ns * self.expirations - self.assigned_ns
+        period_ns
     }
 }
 
@@ -645,10 +632,14 @@ impl Process {
             let r = profile.add_module(m);
             profile.note(r);
         }
-        for (&(tid, kind), w) in &self.timer_weights {
-            let r = profile.adjust_last_weight(tid, kind, w.unassigned_ns());
-            profile.note(r);
-        }
+        let factors: Vec<_> = self
+            .timer_weights
+            .iter()
+            .filter(|(_, w)| w.expirations > w.samples)
+            .map(|(&(tid, kind), w)| (tid, kind, w.expirations, w.samples))
+            .collect();
+        let r = profile.scale_weights(&factors);
+        profile.note(r);
         let t = self.totals;
         for (name, value) in [
             ("sampler.samples_taken", t[0]),

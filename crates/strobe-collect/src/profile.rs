@@ -9,9 +9,8 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use strobe_db::{
-    Arg, CounterId, CounterInfo, DbError, ModuleId, ModuleRow, ProcessInfo, Region, SampleId,
-    SampleKind, SampleMeta, StackFrame, StringId, ThreadInfo, ThreadRef, TrackId, Writer,
-    WriterOptions,
+    Arg, CounterId, CounterInfo, DbError, ModuleId, ModuleRow, ProcessInfo, Region, SampleKind,
+    SampleMeta, StackFrame, StringId, ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions,
 };
 use strobe_sampler::Sample;
 
@@ -53,9 +52,6 @@ pub struct Profile {
     cpu_counter: Option<CounterId>,
     last_rss_kb: u64,
     last_cpu_write: HashMap<i32, u64>,
-    /// The last sample written per thread and kind (its weight may grow
-    /// at the end, see [`Profile::adjust_last_weight`]).
-    last_sample: HashMap<(i32, SampleKind), SampleId>,
     /// The first error; later records are still attempted.
     pub error: Option<String>,
     /// Samples and regions written.
@@ -89,7 +85,6 @@ impl Profile {
             cpu_counter: None,
             last_rss_kb: 0,
             last_cpu_write: HashMap::new(),
-            last_sample: HashMap::new(),
             error: None,
             rows: 0,
         })
@@ -207,18 +202,19 @@ impl Profile {
         };
         let result = self.writer.append_sample(track, meta, &frames);
         self.frames = frames;
-        self.last_sample.insert((s.tid, kind), result?);
+        result?;
         self.rows += 1;
         self.sample_metrics(s, track)
     }
 
-    /// Adds `extra_ns` to the weight of the last sample of `kind` written
-    /// for thread `tid`, if any.
-    pub fn adjust_last_weight(&mut self, tid: i32, kind: SampleKind, extra_ns: u64) -> Result<()> {
-        match self.last_sample.get(&(tid, kind)) {
-            Some(&id) if extra_ns > 0 => self.writer.add_sample_weight(id, extra_ns),
-            _ => Ok(()),
-        }
+    /// Multiplies the weights of thread `tid`'s samples of each kind by
+    /// `numerator / denominator`: `(tid, kind, numerator, denominator)`.
+    pub fn scale_weights(&mut self, factors: &[(i32, SampleKind, u64, u64)]) -> Result<()> {
+        let by_track: Vec<_> = factors
+            .iter()
+            .filter_map(|&(tid, kind, n, d)| Some((self.threads.get(&tid)?.1, kind, n, d)))
+            .collect();
+        self.writer.scale_sample_weights(&by_track)
     }
 
     /// Peak RSS (when it grows) and the thread's CPU time (at most every

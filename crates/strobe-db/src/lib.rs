@@ -37,7 +37,6 @@ pub use rusqlite;
 pub use rusqlite::types::Value;
 pub use writer::{
     AgentId, AgentInfo, AgentKind, AllocOp, Arg, CallSiteId, CounterId, CounterInfo, EventId,
-    FrameId, FrameSymbols, MemLevel, MemoryOp, ModuleId, ModuleRow, Region, SampleId, SampleKind,
-    SampleMeta, StackFrame, StringId, ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions,
-    WriterTotals,
+    FrameId, FrameSymbols, MemLevel, MemoryOp, ModuleId, ModuleRow, Region, SampleKind, SampleMeta,
+    StackFrame, StringId, ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions, WriterTotals,
 };

@@ -35,10 +35,6 @@ pub struct ThreadRef(pub i64);
 /// Row id of a track (`rocpd_track.id`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TrackId(pub i64);
-/// Row id of a sample (`rocpd_sample.id`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct SampleId(pub i64);
-
 /// Row id of an event (`rocpd_event.id`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EventId(pub i64);
@@ -930,7 +926,7 @@ impl Writer {
         track: TrackId,
         sample: SampleMeta,
         frames: &[StackFrame],
-    ) -> Result<SampleId> {
+    ) -> Result<EventId> {
         let kind = sample.kind as usize;
         let cat = match self.sample_categories[kind] {
             Some(c) => c,
@@ -961,26 +957,56 @@ impl Writer {
             ])
         }
         .at(&self.path)?;
-        let id = SampleId(self.conn.last_insert_rowid());
         self.totals.samples += 1;
         self.end_row(1)?;
-        Ok(id)
+        Ok(ev)
     }
 
-    /// Adds `extra_ns` to the weight of sample `id` (time that belongs to
-    /// it found out later).
-    pub fn add_sample_weight(&mut self, id: SampleId, extra_ns: u64) -> Result<()> {
+    /// Multiplies the weights of the samples of each (track, kind) by
+    /// `numerator / denominator` (time found out at the end to belong to
+    /// them, spread over all of them alike). One pass over the samples.
+    pub fn scale_sample_weights(
+        &mut self,
+        factors: &[(TrackId, SampleKind, u64, u64)],
+    ) -> Result<()> {
+        if factors.is_empty() {
+            return Ok(());
+        }
+        let mut rows = Vec::with_capacity(factors.len());
+        for &(track, kind, numerator, denominator) in factors {
+            let category = self.intern_string(kind.category())?.0;
+            rows.push((track.0, category, i(numerator), i(denominator.max(1))));
+        }
         self.begin_row()?;
-        let sql = format!(
-            "UPDATE \"rocpd_sample{}\" SET extdata = json_object('weight_ns', \
-             COALESCE(json_extract(extdata, '$.weight_ns'), 0) + ?2) WHERE id = ?1",
-            self.suffix
-        );
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut st| st.execute(params![id.0, i(extra_ns)]))
-            .at(&self.path)?;
-        self.end_row(1)
+        let s = &self.suffix;
+        let result = (|| {
+            self.conn.execute_batch(
+                "CREATE TEMP TABLE IF NOT EXISTS strobe_weight_factor \
+                 (track INTEGER, category INTEGER, num INTEGER, den INTEGER); \
+                 DELETE FROM strobe_weight_factor;",
+            )?;
+            {
+                let mut st = self
+                    .conn
+                    .prepare("INSERT INTO strobe_weight_factor VALUES (?1, ?2, ?3, ?4)")?;
+                for r in &rows {
+                    st.execute(params![r.0, r.1, r.2, r.3])?;
+                }
+            }
+            self.conn.execute(
+                &format!(
+                    "UPDATE \"rocpd_sample{s}\" AS S SET extdata = json_object('weight_ns', \
+                     COALESCE(json_extract(S.extdata, '$.weight_ns'), 0) * F.num / F.den) \
+                     FROM strobe_weight_factor F, \"rocpd_event{s}\" E \
+                     WHERE F.track = S.track_id AND E.id = S.event_id AND E.category_id = F.category"
+                ),
+                [],
+            )?;
+            self.conn.execute_batch("DROP TABLE strobe_weight_factor")
+        })();
+        result.at(&self.path)?;
+        // Rows changed, none added.
+        self.end_row(0)
     }
 
     /// Describes a counter (`rocpd_info_pmc`, target CPU).

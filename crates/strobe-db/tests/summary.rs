@@ -296,3 +296,56 @@ fn off_cpu_time_is_summed_apart_from_cpu_time_and_shares_follow_weights() {
         (3, 8_000_000, 50_000_000)
     );
 }
+
+#[test]
+fn scaling_weights_touches_only_the_given_thread_and_kind() {
+    use strobe_db::{SampleKind, SampleMeta, StackFrame};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.db");
+    let mut w = strobe_db::Writer::create(&path, &common::process(6), common::opts()).unwrap();
+    let mut tracks = Vec::new();
+    for tid in [6, 7] {
+        let t = w
+            .add_thread(&strobe_db::ThreadInfo {
+                tid,
+                name: None,
+                start_ns: Some(0),
+            })
+            .unwrap();
+        tracks.push(w.add_track(Some(t), "samples").unwrap());
+    }
+    let f = StackFrame {
+        module: None,
+        rel_pc: 0x10,
+    };
+    for (k, &track) in tracks.iter().enumerate() {
+        for n in 0..4u64 {
+            w.append_sample(track, SampleMeta::cpu(n + 10 * k as u64, 4_000_000), &[f])
+                .unwrap();
+        }
+        let wall = SampleMeta {
+            timestamp_ns: 100,
+            kind: SampleKind::Wall,
+            weight_ns: 1_000_000,
+        };
+        w.append_sample(track, wall, &[f]).unwrap();
+    }
+    // Thread 6's four CPU samples stood for 7 expirations.
+    w.scale_sample_weights(&[(tracks[0], SampleKind::Cpu, 7, 4)])
+        .unwrap();
+    w.finish(200).unwrap();
+    let p = Profile::open(&[path.to_str().unwrap()]).unwrap();
+    let rows: Vec<_> = p.samples().unwrap().map(|s| s.unwrap()).collect();
+    let sum = |tid: i64, kind: &str| -> u64 {
+        rows.iter()
+            .filter(|s| s.tid == tid && s.kind == kind)
+            .map(|s| s.weight_ns)
+            .sum()
+    };
+    assert_eq!(sum(6, "sample"), 28_000_000);
+    assert_eq!(sum(7, "sample"), 16_000_000);
+    assert_eq!(
+        (sum(6, "wall_sample"), sum(7, "wall_sample")),
+        (1_000_000, 1_000_000)
+    );
+}
