@@ -146,8 +146,13 @@ impl Profile {
         if self.written_modules.contains(m) {
             return Ok(());
         }
+        // The file itself, not the link the loader was given (liblzma.so.5
+        // → liblzma.so.5.4.1): what kernel samples and perf name, so the
+        // same code has one name whichever backend sampled it.
+        let real = std::fs::canonicalize(&m.path).ok();
+        let path = real.as_deref().and_then(|p| p.to_str()).unwrap_or(&m.path);
         let id = self.writer.add_module(&ModuleRow {
-            path: &m.path,
+            path,
             build_id: (!m.build_id.is_empty()).then_some(m.build_id.as_str()),
             load_address: m.bias,
             size: m.mapped.end - m.mapped.start,
