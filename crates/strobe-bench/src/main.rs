@@ -6,6 +6,7 @@ mod buffer;
 mod clocks;
 mod db;
 mod export;
+mod kernel;
 mod overhead;
 mod procs;
 mod sampling;
@@ -32,6 +33,8 @@ enum Command {
     Db(db::DbArgs),
     /// Conversion throughput and peak RSS of the exporters (strobe-export).
     Export(export::ExportArgs),
+    /// The kernel sampling backend's goals, side by side with `perf record --call-graph dwarf`.
+    Kernel(kernel::KernelArgs),
     /// What profiling costs a CPU-bound program: strobe and perf side by side.
     Overhead(overhead::OverheadArgs),
     /// What strobe adds per process and per thread, plain and under `strobe sample`.
@@ -48,6 +51,7 @@ fn main() -> anyhow::Result<()> {
         Command::Api(args) => api::run(&args),
         Command::Buffer(args) => buffer::run(args),
         Command::Clocks(args) => clocks::run(&args),
+        Command::Kernel(args) => kernel::run(&args),
         Command::Overhead(args) => overhead::run(&args),
         Command::Procs(args) => procs::run(&args),
         Command::Db(args) => db::run(args),
