@@ -1480,3 +1480,25 @@ fn a_cgo_program_runs_as_without_strobe_and_is_sampled() {
     let share = go_hot_share(&all, "");
     assert!((share - 0.7).abs() < 0.07, "hotA share {share:.3}");
 }
+
+#[test]
+fn a_rust_program_with_small_alternate_signal_stacks_runs_as_without_strobe() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = tmp.path().join("rust_threads");
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let built = Command::new(rustc)
+        .args(["-O", "-o", exe.to_str().unwrap()])
+        .arg(programs_dir().join("rust_threads.rs"))
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", stderr(&built));
+    let _turn = one_at_a_time();
+    let plain = Command::new(&exe).output().unwrap();
+    assert!(plain.status.success());
+    let out = sample_in(tmp.path(), &[exe.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(out.stdout, plain.stdout);
+    let all = samples(&databases(tmp.path())[0]);
+    assert!(all.len() >= 80, "{} samples: {err}", all.len());
+}

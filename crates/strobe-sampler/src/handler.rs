@@ -278,6 +278,21 @@ const SI_TIMER: i32 = -2;
 const SI_OVERRUN_OFFSET: usize = 20;
 const SI_VALUE_OFFSET: usize = 24;
 
+/// Whether Go's runtime is in the process (a cgo program exports these).
+/// Go requires every signal handler to run on the alternate signal stack
+/// (`SA_ONSTACK`): a goroutine's stack is a few KiB and nothing may be
+/// pushed below its pointer (sampling a goroutine on it crashed the
+/// program). Elsewhere the handler runs on the interrupted thread's own
+/// stack: the alternate stacks other programs set up (Rust's: about
+/// 8 KiB per thread) are too small for an unwind. Not for signal handlers
+/// (`dlsym`).
+fn go_in_process() -> bool {
+    [c"_cgo_topofstack", c"x_cgo_init", c"crosscall2"]
+        .iter()
+        // SAFETY: dlsym with the default handle and a NUL-terminated name.
+        .any(|name| !unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }.is_null())
+}
+
 /// Installs [`on_signal`] for `signal`. Every signal in `block` is blocked
 /// while the handler runs, so the CPU-time and real-time samplers never
 /// interrupt each other. The disposition the program had (inherited or set
@@ -294,11 +309,10 @@ pub(crate) fn install(signal: i32, block: &[i32]) -> io::Result<()> {
     // SAFETY: sigaction is plain old data.
     let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
     action.sa_sigaction = on_signal as *const () as usize;
-    // SA_ONSTACK: on a thread with an alternate signal stack the handler
-    // runs there. Go requires it of every handler in a cgo program: a
-    // goroutine's stack is a few KiB and nothing may be pushed below its
-    // pointer (without it, sampling a goroutine crashed the program).
-    action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
+    action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+    if go_in_process() {
+        action.sa_flags |= libc::SA_ONSTACK;
+    }
     // SAFETY: valid pointer to the signal mask inside `action`.
     unsafe { libc::sigemptyset(&mut action.sa_mask) };
     for &other in block {
