@@ -1,6 +1,7 @@
-//! The kernel's sampling interface: `perf_event_open` software clock
-//! events that copy the user registers and the top of the user stack of
-//! the interrupted thread into a ring buffer the collector maps.
+//! The kernel's sampling interface: `perf_event_open` software events that
+//! copy the user registers and the top of the user stack of a thread into
+//! ring buffers the collector maps: the task clock (CPU time) and, for
+//! off-CPU time, context switches with their switch records.
 //!
 //! Owns the event attributes, opening one event per CPU, the mapped rings
 //! and reading whole records out of them. Never interprets a record (see
@@ -109,23 +110,18 @@ impl Events {
     ) -> io::Result<Events> {
         let extra = bit::DISABLED | bit::ENABLE_ON_EXEC;
         let attr = attributes(freq_hz, stack_bytes, extra);
-        let mut switches = Switches::new(off_cpu, stack_bytes, extra);
+        let mut switches = Switches::new(off_cpu, stack_bytes, extra, ring_pages);
         let mut rings = Vec::new();
         for cpu in cpus() {
             if let Some(fd) = open(&attr, 0, cpu)? {
-                let ring = Ring::map(fd, ring_pages)?;
-                switches.open(0, cpu, &ring);
-                rings.push(ring);
+                rings.push(Ring::map(fd, ring_pages)?);
+                switches.open(0, cpu);
             }
         }
         if rings.is_empty() {
             return Err(io::Error::other("no CPU accepted a sampling event"));
         }
-        Ok(Events {
-            rings,
-            off_cpu_refused: switches.refused,
-            _others: switches.fds,
-        })
+        Ok(switches.into_events(rings, Vec::new()))
     }
 
     /// Opens the events for every thread of the running process `pid`
@@ -139,9 +135,10 @@ impl Events {
         off_cpu: bool,
     ) -> io::Result<Events> {
         let attr = attributes(freq_hz, stack_bytes, 0);
-        let mut switches = Switches::new(off_cpu, stack_bytes, 0);
+        let mut switches = Switches::new(off_cpu, stack_bytes, 0, ring_pages);
         let cpus = cpus();
         let mut per_cpu: Vec<Option<Ring>> = cpus.iter().map(|_| None).collect();
+        let mut others = Vec::new();
         let mut done: std::collections::HashSet<i32> = std::collections::HashSet::new();
         // Thread by thread (a thread started meanwhile by one already
         // opened inherits its events), until the task list stops growing.
@@ -164,12 +161,10 @@ impl Events {
                         None => *slot = Some(Ring::map(fd, ring_pages)?),
                         Some(r) => {
                             set_output(&fd, r)?;
-                            switches.fds.push(fd);
+                            others.push(fd);
                         }
                     }
-                    if let Some(ring) = slot {
-                        switches.open(tid, cpu, ring);
-                    }
+                    switches.open(tid, cpu);
                 }
             }
         }
@@ -179,11 +174,7 @@ impl Events {
                 "process {pid} has no thread to sample"
             )));
         }
-        Ok(Events {
-            rings,
-            off_cpu_refused: switches.refused,
-            _others: switches.fds,
-        })
+        Ok(switches.into_events(rings, others))
     }
 
     /// Opens the event for one thread, `tid`, enabled at once (a thread
@@ -232,12 +223,20 @@ fn set_output(fd: &OwnedFd, ring: &Ring) -> io::Result<()> {
 /// (`perf_event_paranoid` ≤ 1, or `CAP_PERFMON`).
 struct Switches {
     attr: Option<Attr>,
+    ring_pages: usize,
+    /// Rings of their own, one per CPU: a burst of context switches must
+    /// not crowd the CPU-time samples out of theirs.
+    rings: Vec<(i32, Ring)>,
     fds: Vec<OwnedFd>,
     refused: Option<String>,
 }
 
+/// User stack copied with a context-switch sample: less than a CPU-time
+/// sample's (a program may switch 100 000 times a second).
+const SWITCH_STACK_BYTES: u32 = 8192;
+
 impl Switches {
-    fn new(off_cpu: bool, stack_bytes: u32, extra: u64) -> Switches {
+    fn new(off_cpu: bool, stack_bytes: u32, extra: u64, ring_pages: usize) -> Switches {
         let attr = Attr {
             config: CONTEXT_SWITCHES,
             sample_period_or_freq: SWITCH_PERIOD,
@@ -248,38 +247,60 @@ impl Switches {
                 | bit::SAMPLE_ID_ALL
                 | bit::USE_CLOCKID
                 | bit::CONTEXT_SWITCH),
-            ..attributes(0, stack_bytes, 0)
+            ..attributes(0, stack_bytes.min(SWITCH_STACK_BYTES), 0)
         };
         Switches {
             attr: off_cpu.then_some(attr),
+            ring_pages,
+            rings: Vec::new(),
             fds: Vec::new(),
             refused: None,
         }
     }
 
-    /// Opens the switch event of task `pid` on `cpu` into `ring`; the
-    /// first refusal turns it off for good and is kept to be reported.
-    fn open(&mut self, pid: i32, cpu: i32, ring: &Ring) {
+    /// Opens the switch event of task `pid` on `cpu` (into that CPU's
+    /// switch ring). The first failure closes every switch event and is
+    /// kept to be reported: off-CPU time is recorded for all or none.
+    fn open(&mut self, pid: i32, cpu: i32) {
         let Some(attr) = &self.attr else {
             return;
         };
-        let opened = open_one(attr, pid, cpu).and_then(|fd| match fd {
-            Some(fd) => set_output(&fd, ring).map(|()| Some(fd)),
-            None => Ok(None),
-        });
-        match opened {
-            Ok(fd) => self.fds.extend(fd),
-            Err(e) => {
-                self.attr = None;
-                self.refused = Some(match e.raw_os_error() {
-                    Some(libc::EACCES) | Some(libc::EPERM) => format!(
-                        "off-CPU time is not recorded: the kernel refuses context-switch \
-                         samples ({e}); set kernel.perf_event_paranoid to 1 or lower \
-                         (sysctl -w kernel.perf_event_paranoid=1) or run with CAP_PERFMON"
-                    ),
-                    _ => format!("off-CPU time is not recorded: {e}"),
-                });
+        let opened = open_one(attr, pid, cpu).and_then(|fd| {
+            let Some(fd) = fd else {
+                return Ok(());
+            };
+            match self.rings.iter().find(|(c, _)| *c == cpu) {
+                Some((_, ring)) => {
+                    set_output(&fd, ring)?;
+                    self.fds.push(fd);
+                }
+                None => self.rings.push((cpu, Ring::map(fd, self.ring_pages)?)),
             }
+            Ok(())
+        });
+        if let Err(e) = opened {
+            self.attr = None;
+            self.rings.clear();
+            self.fds.clear();
+            self.refused = Some(match e.raw_os_error() {
+                Some(libc::EACCES) | Some(libc::EPERM) => format!(
+                    "off-CPU time is not recorded: the kernel refuses context-switch \
+                     samples ({e}); set kernel.perf_event_paranoid to 1 or lower \
+                     (sysctl -w kernel.perf_event_paranoid=1) or run with CAP_PERFMON"
+                ),
+                _ => format!("off-CPU time is not recorded: {e}"),
+            });
+        }
+    }
+
+    /// The events for `rings`: the CPU-time rings, then the switch rings.
+    fn into_events(self, mut rings: Vec<Ring>, mut others: Vec<OwnedFd>) -> Events {
+        rings.extend(self.rings.into_iter().map(|(_, ring)| ring));
+        others.extend(self.fds);
+        Events {
+            rings,
+            _others: others,
+            off_cpu_refused: self.refused,
         }
     }
 }
