@@ -40,6 +40,10 @@ struct Taps<'a> {
     /// Kernel events of single threads the in-program sampler cannot
     /// reach: (pid, tid, events).
     thread_events: Vec<(i32, i32, KernelEvents)>,
+    /// The run's kernel events (inherited by everything the program
+    /// starts) are open: a thread or process to hand to the kernel is
+    /// sampled by them already.
+    inherited_events: bool,
 }
 
 impl Taps<'_> {
@@ -49,14 +53,17 @@ impl Taps<'_> {
         let mut batch = Batch::default();
         let mut found = Found::default();
         self.taps[i].drain(&mut batch, &mut found);
-        if self.shared.options.kernel_threads.is_some() {
+        if self.taps[i].replaced_by_static_image() {
+            // The kernel samples the whole process now: its threads
+            // (which no slot knows) must not be handed over again.
+            found.blocking.clear();
+        } else if self.shared.options.kernel_threads.is_some() {
             self.taps[i].threads_without_slot(&mut found.unslotted);
         }
         for child in found.children {
             self.expected.announce(child);
         }
         for child in found.static_images {
-            self.expected.announce(child);
             batch
                 .notes
                 .extend(self.sample_static_image_by_kernel(child));
@@ -93,13 +100,19 @@ impl Taps<'_> {
         let Some(kernel) = options.kernel_threads else {
             return Some(not_sampled);
         };
+        let sampled =
+            format!("thread {tid} {why}: sampled by the kernel from then on (not before)");
+        if self.inherited_events {
+            // The run's own kernel events (a static program started it)
+            // already sample the thread: keep those samples.
+            let _ = self.to_writer.send(ToWriter::KernelThread { pid, tid });
+            return Some(sampled);
+        }
         match KernelEvents::for_thread(tid, kernel.freq_hz, kernel.stack_bytes, 64) {
             Ok(events) => {
                 self.thread_events.push((pid, tid, events));
                 let _ = self.to_writer.send(ToWriter::KernelThread { pid, tid });
-                Some(format!(
-                    "thread {tid} {why}: sampled by the kernel from then on (not before)"
-                ))
+                Some(sampled)
             }
             Err(_) if !thread_alive(pid, tid) => None,
             Err(e) => Some(format!("{not_sampled}; kernel sampling of it failed: {e}")),
@@ -112,14 +125,23 @@ impl Taps<'_> {
     /// run summary (none when the process ended meanwhile).
     fn sample_static_image_by_kernel(&mut self, pid: i32) -> Option<String> {
         let kernel = self.shared.options.kernel_threads?;
+        let sampled = format!(
+            "process {pid} runs a static image: sampled by the kernel only (no regions, \
+             markers or tracing), from when the collector saw it start"
+        );
+        // Sampled: the run waits for it (a spawned child may outlive its
+        // parent).
+        if self.inherited_events {
+            self.expected.announce(pid);
+            let _ = self.to_writer.send(ToWriter::KernelProcess { pid });
+            return Some(sampled);
+        }
         match KernelEvents::for_process(pid, kernel.freq_hz, kernel.stack_bytes, 64, false) {
             Ok(events) => {
+                self.expected.announce(pid);
                 self.thread_events.push((pid, pid, events));
                 let _ = self.to_writer.send(ToWriter::KernelProcess { pid });
-                Some(format!(
-                    "process {pid} runs a static image: sampled by the kernel only (no \
-                     regions, markers or tracing), from when the collector saw it start"
-                ))
+                Some(sampled)
             }
             Err(_) if !thread_alive(pid, pid) => None,
             Err(e) => Some(format!(
@@ -246,6 +268,7 @@ pub fn run(listener: &listen::Listener, shared: &Shared) {
                 to_writer,
                 next_id: 0,
                 thread_events: Vec::new(),
+                inherited_events: false,
             },
         );
     });
@@ -323,6 +346,7 @@ fn follow(listener: &listen::Listener, t: &mut Taps<'_>) {
         let room = shared.queued.load(Ordering::SeqCst) < QUEUE_LIMIT;
         if kernel.is_none() {
             kernel = lock(&shared.kernel).take();
+            t.inherited_events = kernel.is_some();
         }
         if let Some(events) = kernel.as_mut().filter(|_| room) {
             t.drain_kernel(events);

@@ -94,13 +94,17 @@ pub fn describe(segment: &Segment) -> Described {
 struct TimerWeights {
     samples: u64,
     expirations: u64,
+    /// The last sample's time (the kernel's samples of a thread handed
+    /// over later are not the timer's).
+    last_ns: u64,
 }
 
 impl TimerWeights {
     /// The weight of the next sample of a `period_ns` timer, which stands
     /// for `1 + overruns` expirations.
-    fn weigh(&mut self, period_ns: u64, overruns: u32) -> u64 {
+    fn weigh(&mut self, period_ns: u64, overruns: u32, at_ns: u64) -> u64 {
         self.samples += 1;
+        self.last_ns = at_ns;
         self.expirations += 1 + u64::from(overruns);
         period_ns
     }
@@ -323,7 +327,7 @@ impl Process {
                         .timer_weights
                         .entry((sample.tid, kind))
                         .or_default()
-                        .weigh(timing.period_ns, sample.overruns);
+                        .weigh(timing.period_ns, sample.overruns, sample.timestamp_ns);
                     if let Some(profile) = self.profile(options) {
                         let r = profile.sample(&sample, kind, weight, &modules);
                         profile.note(r);
@@ -636,7 +640,7 @@ impl Process {
             .timer_weights
             .iter()
             .filter(|(_, w)| w.expirations > w.samples)
-            .map(|(&(tid, kind), w)| (tid, kind, w.expirations, w.samples))
+            .map(|(&(tid, kind), w)| (tid, kind, w.last_ns, w.expirations, w.samples))
             .collect();
         let r = profile.scale_weights(&factors);
         profile.note(r);

@@ -10,7 +10,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use strobe_db::{
     Arg, CounterId, CounterInfo, DbError, ModuleId, ModuleRow, ProcessInfo, Region, SampleKind,
-    SampleMeta, StackFrame, StringId, ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions,
+    SampleMeta, StackFrame, StringId, ThreadInfo, ThreadRef, TrackId, WeightScale, Writer,
+    WriterOptions,
 };
 use strobe_sampler::Sample;
 
@@ -212,12 +213,21 @@ impl Profile {
         self.sample_metrics(s, track)
     }
 
-    /// Multiplies the weights of thread `tid`'s samples of each kind by
-    /// `numerator / denominator`: `(tid, kind, numerator, denominator)`.
-    pub fn scale_weights(&mut self, factors: &[(i32, SampleKind, u64, u64)]) -> Result<()> {
+    /// Scales the weights of thread `tid`'s samples of `kind` taken up to
+    /// `until_ns` by `numerator / denominator`: `(tid, kind, until_ns,
+    /// numerator, denominator)`.
+    pub fn scale_weights(&mut self, factors: &[(i32, SampleKind, u64, u64, u64)]) -> Result<()> {
         let by_track: Vec<_> = factors
             .iter()
-            .filter_map(|&(tid, kind, n, d)| Some((self.threads.get(&tid)?.1, kind, n, d)))
+            .filter_map(|&(tid, kind, until_ns, numerator, denominator)| {
+                Some(WeightScale {
+                    track: self.threads.get(&tid)?.1,
+                    kind,
+                    until_ns,
+                    numerator,
+                    denominator,
+                })
+            })
             .collect();
         self.writer.scale_sample_weights(&by_track)
     }

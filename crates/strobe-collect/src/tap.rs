@@ -14,7 +14,6 @@
 use crate::Options;
 use std::collections::HashSet;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use strobe_core::clock::now_ns;
@@ -307,19 +306,24 @@ impl Tap {
 }
 
 impl Tap {
-    /// Whether the process replaced its image by a static one (the runtime
-    /// said so before `exec`; the kernel says the exec happened).
+    /// Whether the process replaced its image by a static one, found by
+    /// an earlier copy.
+    pub fn replaced_by_static_image(&self) -> bool {
+        self.static_exec_reported
+    }
+
+    /// Whether the process replaced its image by a static one: the runtime
+    /// said so before `exec`, and the image the process runs now is
+    /// static (so the exec happened: the runtime's image was not).
     fn runs_static_image(&self) -> bool {
         if self.segment.header().state.load(Ordering::Acquire) != state::EXEC {
             return false;
         }
-        let (target, reason) = self.segment.exec_note();
-        if reason != exec_reason::STATIC {
-            return false;
-        }
-        let target = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(&target));
-        let exe = std::fs::read_link(format!("/proc/{}/exe", self.pid));
-        exe.is_ok_and(|exe| std::fs::canonicalize(&target).is_ok_and(|t| t == exe))
+        let (_, reason) = self.segment.exec_note();
+        reason == exec_reason::STATIC
+            && strobe_core::shm::image::exec_reason_for(
+                format!("/proc/{}/exe", self.pid).as_bytes(),
+            ) == exec_reason::STATIC
     }
 
     /// Threads of the process that the in-program sampler has no slot for

@@ -38,5 +38,6 @@ pub use rusqlite::types::Value;
 pub use writer::{
     AgentId, AgentInfo, AgentKind, AllocOp, Arg, CallSiteId, CounterId, CounterInfo, EventId,
     FrameId, FrameSymbols, MemLevel, MemoryOp, ModuleId, ModuleRow, Region, SampleKind, SampleMeta,
-    StackFrame, StringId, ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions, WriterTotals,
+    StackFrame, StringId, ThreadInfo, ThreadRef, TrackId, WeightScale, Writer, WriterOptions,
+    WriterTotals,
 };

@@ -301,6 +301,23 @@ impl SampleMeta {
     }
 }
 
+/// A correction of sample weights found at the end of a run: the samples
+/// of `kind` on `track` taken up to `until_ns` weigh `numerator /
+/// denominator` times what they were written with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WeightScale {
+    /// The thread's sample track.
+    pub track: TrackId,
+    /// Which of its samples.
+    pub kind: SampleKind,
+    /// Samples after this time are left alone (ns).
+    pub until_ns: u64,
+    /// Multiplier numerator.
+    pub numerator: u64,
+    /// Multiplier denominator (0 counts as 1).
+    pub denominator: u64,
+}
+
 /// Totals written by [`Writer::finish`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WriterTotals {
@@ -962,35 +979,37 @@ impl Writer {
         Ok(ev)
     }
 
-    /// Multiplies the weights of the samples of each (track, kind) by
-    /// `numerator / denominator` (time found out at the end to belong to
-    /// them, spread over all of them alike). One pass over the samples.
-    pub fn scale_sample_weights(
-        &mut self,
-        factors: &[(TrackId, SampleKind, u64, u64)],
-    ) -> Result<()> {
+    /// Applies weight corrections found at the end of a run (see
+    /// [`WeightScale`]). One pass over the samples.
+    pub fn scale_sample_weights(&mut self, factors: &[WeightScale]) -> Result<()> {
         if factors.is_empty() {
             return Ok(());
         }
         let mut rows = Vec::with_capacity(factors.len());
-        for &(track, kind, numerator, denominator) in factors {
-            let category = self.intern_string(kind.category())?.0;
-            rows.push((track.0, category, i(numerator), i(denominator.max(1))));
+        for f in factors {
+            let category = self.intern_string(f.kind.category())?.0;
+            rows.push([
+                f.track.0,
+                category,
+                i(f.until_ns),
+                i(f.numerator),
+                i(f.denominator.max(1)),
+            ]);
         }
         self.begin_row()?;
         let s = &self.suffix;
         let result = (|| {
             self.conn.execute_batch(
                 "CREATE TEMP TABLE IF NOT EXISTS strobe_weight_factor \
-                 (track INTEGER, category INTEGER, num INTEGER, den INTEGER); \
+                 (track INTEGER, category INTEGER, until INTEGER, num INTEGER, den INTEGER); \
                  DELETE FROM strobe_weight_factor;",
             )?;
             {
                 let mut st = self
                     .conn
-                    .prepare("INSERT INTO strobe_weight_factor VALUES (?1, ?2, ?3, ?4)")?;
+                    .prepare("INSERT INTO strobe_weight_factor VALUES (?1, ?2, ?3, ?4, ?5)")?;
                 for r in &rows {
-                    st.execute(params![r.0, r.1, r.2, r.3])?;
+                    st.execute(*r)?;
                 }
             }
             self.conn.execute(
@@ -998,7 +1017,8 @@ impl Writer {
                     "UPDATE \"rocpd_sample{s}\" AS S SET extdata = json_object('weight_ns', \
                      COALESCE(json_extract(S.extdata, '$.weight_ns'), 0) * F.num / F.den) \
                      FROM strobe_weight_factor F, \"rocpd_event{s}\" E \
-                     WHERE F.track = S.track_id AND E.id = S.event_id AND E.category_id = F.category"
+                     WHERE F.track = S.track_id AND S.timestamp <= F.until \
+                     AND E.id = S.event_id AND E.category_id = F.category"
                 ),
                 [],
             )?;

@@ -330,9 +330,19 @@ fn scaling_weights_touches_only_the_given_thread_and_kind() {
         };
         w.append_sample(track, wall, &[f]).unwrap();
     }
-    // Thread 6's four CPU samples stood for 7 expirations.
-    w.scale_sample_weights(&[(tracks[0], SampleKind::Cpu, 7, 4)])
+    // A later sample of thread 6 (the kernel's, after a hand-over) is not
+    // the timer's: left alone.
+    w.append_sample(tracks[0], SampleMeta::cpu(50, 4_000_000), &[f])
         .unwrap();
+    // Thread 6's four CPU samples stood for 7 expirations.
+    w.scale_sample_weights(&[strobe_db::WeightScale {
+        track: tracks[0],
+        kind: SampleKind::Cpu,
+        until_ns: 3,
+        numerator: 7,
+        denominator: 4,
+    }])
+    .unwrap();
     w.finish(200).unwrap();
     let p = Profile::open(&[path.to_str().unwrap()]).unwrap();
     let rows: Vec<_> = p.samples().unwrap().map(|s| s.unwrap()).collect();
@@ -342,7 +352,7 @@ fn scaling_weights_touches_only_the_given_thread_and_kind() {
             .map(|s| s.weight_ns)
             .sum()
     };
-    assert_eq!(sum(6, "sample"), 28_000_000);
+    assert_eq!(sum(6, "sample"), 28_000_000 + 4_000_000);
     assert_eq!(sum(7, "sample"), 16_000_000);
     assert_eq!(
         (sum(6, "wall_sample"), sum(7, "wall_sample")),
