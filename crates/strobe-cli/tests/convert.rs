@@ -74,7 +74,7 @@ fn many_databases_many_formats() {
         .count() as u64;
     // Off-CPU samples are slices.
     assert_eq!(begins, exp.regions + exp.off_cpu_samples);
-    assert_eq!(samples, exp.samples);
+    assert_eq!(samples, exp.samples + exp.wall_samples);
     // pprof totals.
     let mut raw = Vec::new();
     flate2::read::GzDecoder::new(std::fs::File::open(out.join("run.pb.gz")).unwrap())

@@ -266,6 +266,43 @@ impl Weights {
     }
 }
 
+/// The kind of sample whose weights are the profile's time on CPU:
+/// CPU-time samples (`sample`), or, in a profile that has none (only a
+/// real-time timer ran), real-time ones (`wall_sample`), which also count
+/// time spent waiting. Never both: where both timers ran, the real-time
+/// samples are left out of the time columns (they would count CPU time
+/// twice).
+pub fn time_kind(p: &Profile) -> Result<crate::SampleKind> {
+    let path = p.files().first().cloned().unwrap_or_default();
+    let cpu: bool = p
+        .connection()
+        .query_row(
+            &format!(
+                "SELECT EXISTS (SELECT 1 FROM strobe_samples WHERE kind = '{}')",
+                crate::SampleKind::Cpu.category()
+            ),
+            [],
+            |r| r.get(0),
+        )
+        .at(&path)?;
+    let wall: bool = p
+        .connection()
+        .query_row(
+            &format!(
+                "SELECT EXISTS (SELECT 1 FROM strobe_samples WHERE kind = '{}')",
+                crate::SampleKind::Wall.category()
+            ),
+            [],
+            |r| r.get(0),
+        )
+        .at(&path)?;
+    Ok(if wall && !cpu {
+        crate::SampleKind::Wall
+    } else {
+        crate::SampleKind::Cpu
+    })
+}
+
 /// One group of samples: process guid, pid, the grouping key's value and
 /// the group's weights.
 type WeightGroup = (String, i64, Option<i64>, Weights);
@@ -274,10 +311,11 @@ type WeightGroup = (String, i64, Option<i64>, Weights);
 /// of `strobe_samples`).
 fn grouped_weights(p: &Profile, key: &str) -> Result<Vec<WeightGroup>> {
     let path = p.files().first().cloned().unwrap_or_default();
+    let on = time_kind(p)?.category();
     let off = crate::SampleKind::OffCpu.category();
     let sql = format!(
-        "SELECT guid, MIN(pid), {key}, SUM(kind IS NOT '{off}'), \
-         SUM(CASE WHEN kind IS NOT '{off}' THEN COALESCE(weight_ns, 0) END), \
+        "SELECT guid, MIN(pid), {key}, SUM(kind IS '{on}'), \
+         SUM(CASE WHEN kind IS '{on}' THEN COALESCE(weight_ns, 0) END), \
          SUM(CASE WHEN kind IS '{off}' THEN COALESCE(weight_ns, 0) END) \
          FROM strobe_samples GROUP BY guid, {key}"
     );

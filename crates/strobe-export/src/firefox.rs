@@ -220,6 +220,7 @@ pub fn write_firefox<W: Write>(p: &Profile, out: W) -> Result<FirefoxStats> {
         HashMap::new();
     let mut carries: HashMap<(fx::ThreadHandle, Option<i64>), MsCarry> = HashMap::new();
     let off_cpu_name = prof.intern_string("off-CPU");
+    let time_kind = strobe_db::summary::time_kind(p)?.category();
     for s in p.samples()? {
         let s = s?;
         let Some(th) = thread_of(&mut prof, &s.guid, s.tid, &mut st) else {
@@ -268,6 +269,10 @@ pub fn write_firefox<W: Write>(p: &Profile, out: W) -> Result<FirefoxStats> {
             let h = prof.add_marker(th, timing, m);
             prof.set_marker_stack(th, h, stack);
             st.off_cpu_markers += 1;
+            continue;
+        }
+        if !s.kind.is_empty() && s.kind != time_kind {
+            // Real-time samples where CPU-time ones exist: not CPU time.
             continue;
         }
         let ns = source::cpu_weight_ns(&s, period);

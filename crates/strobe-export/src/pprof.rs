@@ -4,7 +4,7 @@
 //! google/pprof `proto/profile.proto`) and [`write_pprof`]: one sample per
 //! distinct (process, thread, stack) with three values, `samples/count`
 //! (on-CPU samples), `cpu/nanoseconds` (the summed weights of the on-CPU
-//! samples, kinds `sample` and `wall_sample`) and `off_cpu/nanoseconds`
+//! samples, see `strobe_db::summary::time_kind`) and `off_cpu/nanoseconds`
 //! (the summed weights of the `off_cpu` samples: blocked time), locations
 //! per distinct frame, functions per distinct name, mappings per module
 //! with build ids, `pid`/`tid` labels. Aggregation happens in SQLite;

@@ -660,7 +660,8 @@ pub struct SampleGroup {
     pub tid: i64,
     /// Call site row id of the leaf (`None`: no stack).
     pub stack_id: Option<i64>,
-    /// On-CPU samples (kinds `sample` and `wall_sample`).
+    /// On-CPU samples (of the profile's time kind, see
+    /// [`strobe_db::summary::time_kind`]).
     pub samples: u64,
     /// Time the on-CPU samples stand for (ns): the sum of their weights,
     /// where a sample without a weight (a database written before weights
@@ -685,12 +686,14 @@ fn cpu_weight_sql(period_ns: i64) -> String {
 /// distinct stacks, never with samples). `period_ns` is what an on-CPU
 /// sample without a weight stands for (see [`crate::pprof::sampling_period_ns`]).
 pub fn sample_groups(p: &Profile, period_ns: i64) -> Result<RowStream<'_, SampleGroup>> {
+    let on = strobe_db::summary::time_kind(p)?.category();
     let off = strobe_db::SampleKind::OffCpu.category();
     let w = cpu_weight_sql(period_ns);
+    // Old databases have no kinds: their samples count as on-CPU.
     let sql = format!(
         "SELECT guid, pid, tid, stack_id, \
-           SUM(kind IS NOT '{off}'), \
-           SUM(CASE WHEN kind IS NOT '{off}' THEN {w} ELSE 0 END), \
+           SUM(COALESCE(kind, '{on}') IS '{on}'), \
+           SUM(CASE WHEN COALESCE(kind, '{on}') IS '{on}' THEN {w} ELSE 0 END), \
            SUM(kind IS '{off}'), \
            SUM(CASE WHEN kind IS '{off}' THEN COALESCE(weight_ns, 0) ELSE 0 END) \
          FROM strobe_samples GROUP BY guid, pid, tid, stack_id"

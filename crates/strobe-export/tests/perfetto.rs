@@ -229,13 +229,18 @@ fn many_processes_one_trace() {
     assert_eq!(seen.begins, exp.regions + exp.off_cpu_samples);
     assert_eq!(seen.instants, exp.markers);
     assert_eq!(seen.counters, exp.counters);
-    assert_eq!(seen.samples, exp.samples);
+    // Every timer sample is a PerfSample, wall-clock ones included.
+    assert_eq!(seen.samples, exp.samples + exp.wall_samples);
     assert_eq!(stats.slices, exp.regions);
-    assert_eq!(stats.samples, exp.samples);
+    assert_eq!(stats.samples, exp.samples + exp.wall_samples);
     assert_eq!(stats.off_cpu_slices, exp.off_cpu_samples);
     assert_eq!(
         stats.events,
-        2 * (exp.regions + exp.off_cpu_samples) + exp.markers + exp.counters + exp.samples
+        2 * (exp.regions + exp.off_cpu_samples)
+            + exp.markers
+            + exp.counters
+            + exp.samples
+            + exp.wall_samples
     );
     assert_eq!(seen.processes.len(), 3);
     let pids: HashSet<i32> = seen.processes.iter().map(|p| p.pid.unwrap()).collect();
@@ -370,7 +375,8 @@ fn more_processes_than_reader_threads() {
     let seen = check_trace(&out);
     assert_eq!(seen.begins, exp.regions + exp.off_cpu_samples);
     assert_eq!(seen.instants, exp.markers);
-    assert_eq!(seen.samples, exp.samples);
+    // Every timer sample is a PerfSample, wall-clock ones included.
+    assert_eq!(seen.samples, exp.samples + exp.wall_samples);
     assert_eq!(seen.counters, exp.counters);
     assert_eq!(seen.processes.len(), 9);
     assert!(seen.annotations.contains_key("iteration"));
