@@ -121,8 +121,14 @@ fn ms(ns: u64) -> Cell {
     Cell::Fixed(ns as f64 / 1e6, 1)
 }
 
-fn function_table(rows: &[FunctionRow], by: bool) -> (Vec<String>, Vec<Vec<Cell>>) {
-    let off_cpu = rows.iter().any(|r| r.off_cpu_total_ns > 0);
+/// `all_columns`: the off-CPU columns even without off-CPU samples (CSV
+/// keeps one layout for scripts; tables leave empty columns out).
+fn function_table(
+    rows: &[FunctionRow],
+    by: bool,
+    all_columns: bool,
+) -> (Vec<String>, Vec<Vec<Cell>>) {
+    let off_cpu = all_columns || rows.iter().any(|r| r.off_cpu_total_ns > 0);
     let mut cols = proc_cols(by);
     cols.extend(
         [
@@ -163,8 +169,8 @@ fn function_table(rows: &[FunctionRow], by: bool) -> (Vec<String>, Vec<Vec<Cell>
     (cols, body)
 }
 
-fn thread_table(rows: &[ThreadRow]) -> (Vec<String>, Vec<Vec<Cell>>) {
-    let off_cpu = rows.iter().any(|r| r.off_cpu_ns > 0);
+fn thread_table(rows: &[ThreadRow], all_columns: bool) -> (Vec<String>, Vec<Vec<Cell>>) {
+    let off_cpu = all_columns || rows.iter().any(|r| r.off_cpu_ns > 0);
     let mut cols = ["Sampled (%)", "Sampled (ms)", "Samples"]
         .map(String::from)
         .to_vec();
@@ -272,11 +278,11 @@ pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             "functions",
             "Sampled functions (self = innermost frame, total = anywhere on the stack; \
              time = the samples' weights, off-CPU = blocked)",
-            function_table(f, a.by_process),
+            function_table(f, a.by_process, fmt == Format::Csv),
         ));
     }
     if let Some(t) = &threads {
-        tables.push(("threads", "Threads", thread_table(t)));
+        tables.push(("threads", "Threads", thread_table(t, fmt == Format::Csv)));
     }
     for (k, (id, title, (cols, body))) in tables.into_iter().enumerate() {
         if k > 0 {

@@ -449,7 +449,7 @@ fn summary_numbers_and_formats() {
     ]);
     assert_eq!(
         limited,
-        "# functions\nSelf (%),Self (ms),Total (%),Total (ms),Self Samples,Name\n50,3,50,3,3,app+0x20\n"
+        "# functions\nSelf (%),Self (ms),Total (%),Total (ms),Self Samples,Off-CPU Self (ms),Off-CPU Total (ms),Name\n50,3,50,3,3,0,0,app+0x20\n"
     );
     let table = ok(&["summary", "-i", a.to_str().unwrap()]);
     for needle in [

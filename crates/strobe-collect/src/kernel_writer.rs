@@ -2,11 +2,14 @@
 //!
 //! Owns, per process the kernel samples: its unwinder (modules from
 //! `/proc/PID/maps` at its first sample and from mapping records after),
-//! the process image the samples go to (the runtime's, when the runtime is
+//! pairing each thread's context-switch sample, switch-out and switch-in
+//! records into off-CPU samples (also when the switch-in was read first,
+//! from another CPU's ring), the process image the samples go to (the runtime's, when the runtime is
 //! in the process and its own sampler is off, else one of its own that
 //! ends when the kernel says the process exited or exec'd), and the count
-//! of records the kernel dropped. Never samples a thread twice: in `auto`
-//! mode the samples of a process that has the runtime are left out.
+//! of records the kernel dropped. Never records a thread twice: in `auto`
+//! mode the samples of a process that has the runtime are left out, but
+//! for the threads the collector handed to the kernel.
 
 use crate::kernel::records::{decode, Record};
 use crate::kernel::unwind::ProcessUnwinder;
@@ -241,7 +244,12 @@ impl KernelWriter {
                     Some(switched) if switched.blocked => {
                         self.record_off_cpu(tid, switched, time_ns, processes, options, for_all);
                     }
-                    Some(_) => {}
+                    // Back before its switch-out record was read: that
+                    // record says whether it was a wait.
+                    Some(mut switched) => {
+                        switched.back_ns = Some(time_ns);
+                        self.off_cpu.insert(tid, switched);
+                    }
                     None => {
                         self.early_in.insert(tid, time_ns);
                     }
@@ -261,7 +269,13 @@ impl KernelWriter {
                             .add(m);
                     }
                 }
-                Some(Record::Lost { lost }) => self.lost += lost,
+                Some(Record::Lost { lost }) => {
+                    self.lost += lost;
+                    // Switches may be among them: a wait half seen would
+                    // pair with a later switch into one long wrong one.
+                    self.off_cpu.clear();
+                    self.early_in.clear();
+                }
                 // The rings are read one CPU after another, not in time
                 // order: a process's last samples may come after its
                 // main thread's exit record. It stays open until the run

@@ -2,8 +2,11 @@
 //! records said so far, and its database once it recorded something.
 //!
 //! Owns decoding the records the collector thread copied out of the rings
-//! ([`crate::tap::Batch`]) into the database, and finishing: run totals
-//! and notes into the database, an empty profile removed. Never reads the
+//! ([`crate::tap::Batch`]) into the database, the samples' weights (timer
+//! expirations spread over a thread's samples, see [`TimerWeights`]), the
+//! kernel's samples of the process (and those taken before its runtime
+//! announced itself, [`Process::continue_from`]), and finishing: run
+//! totals and notes into the database, an empty profile removed. Never reads the
 //! rings (the collector thread does) and never trusts a record beyond the
 //! wire checks.
 
@@ -108,6 +111,15 @@ impl TimerWeights {
         self.expirations += 1 + u64::from(overruns);
         period_ns
     }
+}
+
+/// Thread `tid`'s CPU time so far (ns, the first field of
+/// `/proc/PID/task/TID/schedstat`); 0 when it cannot be read.
+fn thread_cpu_ns(pid: i32, tid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// One recorded process image.
@@ -243,6 +255,7 @@ impl Process {
         }
         self.profile = before.profile.take();
         self.sampled.extend(before.sampled.drain());
+        self.kernel_cpu.extend(before.kernel_cpu.drain());
         for (t, b) in self.totals.iter_mut().zip(before.totals) {
             *t += b;
         }
@@ -375,7 +388,13 @@ impl Process {
         // samples stand for so far, the peak RSS is read from /proc.
         let mut sample = *sample;
         if kind == SampleKind::Cpu {
-            let cpu = self.kernel_cpu.entry(sample.tid).or_insert(0);
+            // From the thread's CPU time so far (schedstat), so a thread
+            // handed over (or attached to) goes on from where it was.
+            let pid = self.pid;
+            let cpu = self
+                .kernel_cpu
+                .entry(sample.tid)
+                .or_insert_with(|| thread_cpu_ns(pid, sample.tid).saturating_sub(weight_ns));
             *cpu += weight_ns;
             sample.cpu_time_ns = *cpu;
         }

@@ -5,8 +5,9 @@
 //! names and modules precede the samples that need them), freeing the
 //! slots of ended threads once both their rings are empty, the
 //! `sampling_on` flags (delays, durations, time windows), and what must be
-//! seen at once: children announced to be waited for, threads blocking the
-//! sampling signal, and turning the time-stamp counter ticks of hot-path
+//! seen at once: children announced to be waited for, static images the
+//! process started or became, threads blocking the sampling signal or
+//! without a slot (the task list in `/proc`, read every 200 ms), and turning the time-stamp counter ticks of hot-path
 //! events into `CLOCK_MONOTONIC` ([`TscMap`]). Never decodes records
 //! beyond their head and never touches a database: that is the writer's work ([`crate::process`]), so a
 //! slow database never slows the program's producers down.
