@@ -40,6 +40,13 @@ fn time_of(record: &[u8]) -> u64 {
     }
 }
 
+/// The unwinder of process `pid`, made (from its memory map) on first use.
+fn unwinder_of(unwinders: &mut HashMap<i32, ProcessUnwinder>, pid: i32) -> &mut ProcessUnwinder {
+    unwinders
+        .entry(pid)
+        .or_insert_with(|| ProcessUnwinder::for_process(pid))
+}
+
 /// A kernel sample as the database writer takes it (the kernel reads no
 /// CPU time or RSS for it).
 fn kernel_sample(tid: i32, time_ns: u64, complete: bool, frames: &[u64]) -> Sample<'_> {
@@ -178,12 +185,8 @@ impl KernelWriter {
                     ) else {
                         continue;
                     };
-                    let unwinder = self
-                        .unwinders
-                        .entry(s.pid)
-                        .or_insert_with(|| ProcessUnwinder::for_process(s.pid));
-                    let (frames, complete) =
-                        unwinder.unwind(s.ip, s.sp, s.bp, s.stack, options.max_depth);
+                    let unwinder = unwinder_of(&mut self.unwinders, s.pid);
+                    let (frames, complete) = unwinder.unwind_sample(&s, options.max_depth);
                     let sample = kernel_sample(s.tid, s.time_ns, complete, &frames);
                     let weight = s.period;
                     target.kernel_sample(
@@ -195,12 +198,8 @@ impl KernelWriter {
                     );
                 }
                 Some(Record::SwitchSample(s)) => {
-                    let unwinder = self
-                        .unwinders
-                        .entry(s.pid)
-                        .or_insert_with(|| ProcessUnwinder::for_process(s.pid));
-                    let (frames, complete) =
-                        unwinder.unwind(s.ip, s.sp, s.bp, s.stack, options.max_depth);
+                    let (frames, complete) = unwinder_of(&mut self.unwinders, s.pid)
+                        .unwind_sample(&s, options.max_depth);
                     let back_ns = self.early_in.remove(&s.tid).filter(|&t| t >= s.time_ns);
                     self.off_cpu.insert(
                         s.tid,
@@ -263,10 +262,7 @@ impl KernelWriter {
                     path,
                 }) if path.starts_with('/') => {
                     if let Some(m) = crate::maps::module_for_mapping(start, offset, len, path) {
-                        self.unwinders
-                            .entry(pid)
-                            .or_insert_with(|| ProcessUnwinder::for_process(pid))
-                            .add(m);
+                        unwinder_of(&mut self.unwinders, pid).add(m);
                     }
                 }
                 Some(Record::Lost { lost }) => {

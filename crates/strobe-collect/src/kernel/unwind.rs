@@ -128,6 +128,15 @@ impl ProcessUnwinder {
         self.modules.push(m);
     }
 
+    /// [`ProcessUnwinder::unwind`] for a sample's registers and stack copy.
+    pub fn unwind_sample(
+        &mut self,
+        s: &super::records::KernelSample<'_>,
+        max: usize,
+    ) -> (Vec<u64>, bool) {
+        self.unwind(s.ip, s.sp, s.bp, s.stack, max)
+    }
+
     /// Walks from the sampled registers through `stack` (the copy of the
     /// memory from `sp` up); returns the return addresses, innermost first,
     /// and whether the walk reached the outermost frame.
