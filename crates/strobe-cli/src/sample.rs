@@ -65,8 +65,14 @@ pub struct SampleArgs {
     #[arg(long, value_name = "DURATION", requires = "pid", value_parser = parse_duration)]
     duration: Option<Duration>,
 
-    /// The program to profile and its arguments (after `--`).
-    #[arg(last = true, required_unless_present = "pid", value_name = "COMMAND")]
+    /// The program to profile and its arguments (`--` before it is
+    /// optional; everything from the program's name on is the program's).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required_unless_present = "pid",
+        value_name = "COMMAND"
+    )]
     command: Vec<OsString>,
 }
 
@@ -100,12 +106,15 @@ pub struct Session {
 /// Runs `strobe sample`; returns strobe's exit code.
 pub fn run_sample(args: &SampleArgs, config: Option<&Path>) -> Result<i32> {
     let session = launch(args, config)?;
-    let databases: Vec<PathBuf> = session
+    // Each once (an image that exec'd may be reported again by the next).
+    let mut databases: Vec<PathBuf> = session
         .databases
         .iter()
         .filter(|p| p.is_file())
         .cloned()
         .collect();
+    databases.sort();
+    databases.dedup();
     if !args.no_symbols {
         for db in &databases {
             if let Err(e) = crate::symbolize::symbolize_database(db, args.lines) {
@@ -116,8 +125,10 @@ pub fn run_sample(args: &SampleArgs, config: Option<&Path>) -> Result<i32> {
     if !args.quiet && !databases.is_empty() {
         report(args, &databases);
     }
-    for db in &databases {
-        eprintln!("strobe: wrote {}", db.display());
+    if !args.quiet {
+        for db in &databases {
+            eprintln!("strobe: wrote {}", db.display());
+        }
     }
     if databases.is_empty() {
         eprintln!("strobe: no process recorded anything: no database was written");
@@ -175,16 +186,16 @@ fn report(args: &SampleArgs, databases: &[PathBuf]) {
     }
     let totals = sampler_totals(databases);
     eprintln!(
-        "\nsamples: {} taken, {} lost (full rings or nested signals), {} timer expirations merged by the kernel, {} stacks cut short",
+        "\nsamples: {} recorded, {} lost (full rings or nested signals), {} timer expirations merged by the kernel, {} stacks cut short",
         totals[0], totals[1], totals[2], totals[3]
     );
 }
 
-/// The sampler's totals the runtime recorded in `strobe_settings`, summed
-/// over the databases: taken, lost, timer overruns, incomplete stacks.
+/// Sample totals summed over the databases: samples recorded (counted in
+/// the database, so right after any death), then the runtime's counters
+/// from `strobe_settings`: lost, timer overruns, incomplete stacks.
 fn sampler_totals(databases: &[PathBuf]) -> [u64; 4] {
     let names = [
-        "sampler.samples_taken",
         "sampler.samples_lost",
         "sampler.timer_overruns",
         "sampler.incomplete_stacks",
@@ -194,6 +205,11 @@ fn sampler_totals(databases: &[PathBuf]) -> [u64; 4] {
         let Ok(p) = strobe_db::Profile::open(&[db.display().to_string()]) else {
             continue;
         };
+        let recorded: Option<i64> = p
+            .connection()
+            .query_row("SELECT COUNT(*) FROM rocpd_sample", [], |r| r.get(0))
+            .ok();
+        totals[0] += recorded.unwrap_or(0).max(0) as u64;
         for (i, name) in names.iter().enumerate() {
             let value: Option<String> = p
                 .connection()
@@ -203,7 +219,7 @@ fn sampler_totals(databases: &[PathBuf]) -> [u64; 4] {
                     |r| r.get(0),
                 )
                 .ok();
-            totals[i] += value.and_then(|v| v.parse().ok()).unwrap_or(0);
+            totals[i + 1] += value.and_then(|v| v.parse().ok()).unwrap_or(0);
         }
     }
     totals

@@ -436,6 +436,18 @@ fn summary_numbers_and_formats() {
     ]);
     assert_eq!(by.lines().count(), 2 + 4);
     assert!(by.lines().nth(1).unwrap().starts_with("PID,Time (%)"));
+    // An end before the start is refused, saying so.
+    let inverted = strobe(&[
+        "summary",
+        "-i",
+        a.to_str().unwrap(),
+        "--start",
+        "90%",
+        "--end",
+        "10%",
+    ]);
+    assert_eq!(inverted.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&inverted.stderr).contains("ends before it starts"));
     let limited = ok(&[
         "summary",
         "-i",

@@ -1502,3 +1502,54 @@ fn a_rust_program_with_small_alternate_signal_stacks_runs_as_without_strobe() {
     let all = samples(&databases(tmp.path())[0]);
     assert!(all.len() >= 80, "{} samples: {err}", all.len());
 }
+
+#[test]
+fn after_a_crash_the_summary_counts_the_samples_the_database_holds() {
+    let _turn = one_at_a_time();
+    let bin = built();
+    let out = tempfile::tempdir().unwrap();
+    // No `--` before the program; without -q the summary is printed.
+    let o = strobe(
+        &[
+            "sample",
+            "--output-dir",
+            out.path().to_str().unwrap(),
+            bin.join("crash").to_str().unwrap(),
+            "1",
+        ],
+        &[],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(128 + libc::SIGSEGV), "{err}");
+    let recorded: usize = err
+        .lines()
+        .find_map(|l| l.strip_prefix("samples: ")?.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no footer: {err}"));
+    let dbs = databases(out.path());
+    assert_eq!(recorded, samples(&dbs[0]).len(), "{err}");
+    assert!(recorded > 100, "{err}");
+    assert!(err.contains("strobe: wrote"), "{err}");
+}
+
+#[test]
+fn quiet_prints_nothing_of_strobes_own_and_program_arguments_pass_through() {
+    let _turn = one_at_a_time();
+    let out = tempfile::tempdir().unwrap();
+    // Options after the program's name are the program's.
+    let o = strobe(
+        &[
+            "sample",
+            "-q",
+            "--output-dir",
+            out.path().to_str().unwrap(),
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; echo done -q --top 3",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "done -q --top 3\n");
+    assert_eq!(stderr(&o), "", "-q: nothing from strobe");
+    assert_eq!(databases(out.path()).len(), 1);
+}

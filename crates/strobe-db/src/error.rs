@@ -75,6 +75,14 @@ pub enum DbError {
     /// A time bound (`--start/--end`) could not be understood or resolved.
     #[error("invalid time bound `{0}`: give nanoseconds (e.g. 1500000) or a percentage of the run (e.g. 25%)")]
     TimeBound(String),
+    /// `--end` comes before `--start`.
+    #[error("the time window ends before it starts (start {start}, end {end}): give an end after the start")]
+    InvertedWindow {
+        /// The start as given.
+        start: String,
+        /// The end as given.
+        end: String,
+    },
     /// An SQLite error while working on a file.
     #[error("{path}: {error}")]
     Sqlite {

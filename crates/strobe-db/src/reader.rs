@@ -36,6 +36,15 @@ pub enum TimeBound {
     Percent(f64),
 }
 
+impl std::fmt::Display for TimeBound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TimeBound::Ns(n) => write!(f, "{n} ns"),
+            TimeBound::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
+
 impl std::str::FromStr for TimeBound {
     type Err = DbError;
     /// Parses `1500000` (ns after the run start) or `25%`.
@@ -374,6 +383,14 @@ impl Profile {
             start: resolve(start, bounds)?,
             end: resolve(end, bounds)?,
         };
+        if let (Some(s), Some(e), Some(from), Some(to)) = (w.start, w.end, start, end) {
+            if s > e {
+                return Err(DbError::InvertedWindow {
+                    start: from.to_string(),
+                    end: to.to_string(),
+                });
+            }
+        }
         schema::create_views(&self.conn, &self.sets, true, &w).at(&self.path())?;
         self.window = w;
         Ok((w.start, w.end))

@@ -350,7 +350,11 @@ pub fn write_pprof<W: Write>(p: &Profile, out: W) -> Result<PprofStats> {
         });
     }
     if let Some(b) = bounds {
-        prof.duration_nanos = b.end - b.start;
+        // The window's length when one is set (`--start/--end`).
+        let (from, to) = p.window();
+        let start = from.map_or(b.start, |s| s.max(b.start));
+        let end = to.map_or(b.end, |e| e.min(b.end));
+        prof.duration_nanos = (end - start).max(0);
     }
     prof.string_table = std::mem::take(&mut s.table);
     let mut gz = GzEncoder::new(out, flate2::Compression::default());

@@ -242,7 +242,7 @@ fn pprof_decodes_and_totals_match() {
     assert_eq!(prof.period, 1_000_000, "sampling_freq 1000 Hz gives 1 ms");
     assert!(prof.sample.iter().all(|x| x.value.len() == 3));
     let sum = |k: usize| prof.sample.iter().map(|x| x.value[k]).sum::<i64>() as u64;
-    // samples/count counts on-CPU samples (CPU-time and wall-clock),
+    // samples/count counts on-CPU samples (CPU-time ones: the fixture has them),
     // cpu/nanoseconds sums their weights, off_cpu/nanoseconds the blocked time.
     assert_eq!(sum(0), exp.samples);
     assert_eq!(sum(1), exp.cpu_ns);
@@ -479,4 +479,26 @@ fn unknown_format_names_the_known_ones() {
     for f in strobe_export::Format::ALL {
         assert_eq!(f.name().parse::<strobe_export::Format>().unwrap(), f);
     }
+}
+
+#[test]
+fn pprof_of_a_window_lasts_as_long_as_the_window() {
+    let (_d, mut p, _) = profile(20);
+    let whole = decode_pprof(&{
+        let mut gz = Vec::new();
+        strobe_export::pprof::write_pprof(&p, &mut gz).unwrap();
+        gz
+    })
+    .duration_nanos;
+    let (from, to) = p
+        .set_window(
+            Some(strobe_db::TimeBound::Percent(30.0)),
+            Some(strobe_db::TimeBound::Percent(70.0)),
+        )
+        .unwrap();
+    let mut gz = Vec::new();
+    strobe_export::pprof::write_pprof(&p, &mut gz).unwrap();
+    let part = decode_pprof(&gz).duration_nanos;
+    assert_eq!(part, to.unwrap() - from.unwrap());
+    assert!(part * 2 < whole, "{part} of {whole} ns");
 }
