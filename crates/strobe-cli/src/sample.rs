@@ -175,6 +175,7 @@ fn report(args: &SampleArgs, databases: &[PathBuf]) {
         format: crate::summary::SummaryFormat::Table,
         report: crate::summary::Report::All,
         limit: args.top,
+        wide: false,
         by_process: databases.len() > 1,
         start: None,
         end: None,

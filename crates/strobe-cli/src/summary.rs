@@ -52,10 +52,15 @@ pub struct SummaryArgs {
     /// Which tables.
     #[arg(long, value_enum, default_value = "all")]
     pub report: Report,
-    /// Print at most this many rows per table (after sorting; shares stay
-    /// relative to all rows). 0 prints every row.
-    #[arg(long, default_value_t = 0)]
+    /// Print at most this many rows per table, and per process with
+    /// `--by-process` (after sorting; shares stay relative to all rows).
+    /// 0 prints every row.
+    #[arg(long, default_value_t = 20)]
     pub limit: usize,
+    /// Print names whole (tables elide the middle of names longer than
+    /// 80 characters).
+    #[arg(long)]
+    pub wide: bool,
     /// One set of rows per process (shares within each process).
     #[arg(long)]
     pub by_process: bool,
@@ -114,6 +119,26 @@ fn region_table(rows: &[StatRow], by: bool) -> (Vec<String>, Vec<Vec<Cell>>) {
         })
         .collect();
     (cols, body)
+}
+
+/// Names (the last column) longer than this are elided in the middle in
+/// tables (`--wide` prints them whole).
+const NAME_WIDTH: usize = 80;
+
+/// `row` with its name cut to [`NAME_WIDTH`] characters: its start and its
+/// end, joined by `…` (C++ names differ at both ends).
+fn elide_name(row: &[Cell]) -> Vec<Cell> {
+    let mut row = row.to_vec();
+    if let Some(Cell::Text(name)) = row.last_mut() {
+        let chars: Vec<char> = name.chars().collect();
+        if chars.len() > NAME_WIDTH {
+            let keep = (NAME_WIDTH - 1) / 2;
+            let head: String = chars[..keep].iter().collect();
+            let tail: String = chars[chars.len() - keep..].iter().collect();
+            *name = format!("{head}…{tail}");
+        }
+    }
+    row
 }
 
 /// Milliseconds, one decimal.
@@ -269,9 +294,12 @@ pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     } else {
         Format::Table
     };
+    // `--limit` counts rows per process with `--by-process`.
+    let by = |pid: Option<i64>| if a.by_process { pid } else { None };
     let mut tables = Vec::new();
     if let Some(r) = &regions {
-        tables.push(("regions", "Regions", region_table(r, a.by_process)));
+        let groups: Vec<_> = r.iter().map(|x| by(x.pid)).collect();
+        tables.push(("regions", "Regions", region_table(r, a.by_process), groups));
     }
     if let Some(f) = &functions {
         tables.push((
@@ -279,12 +307,19 @@ pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             "Sampled functions (self = innermost frame, total = anywhere on the stack; \
              time = the samples' weights, off-CPU = blocked)",
             function_table(f, a.by_process, fmt == Format::Csv),
+            f.iter().map(|x| by(x.pid)).collect(),
         ));
     }
     if let Some(t) = &threads {
-        tables.push(("threads", "Threads", thread_table(t, fmt == Format::Csv)));
+        let groups = t.iter().map(|x| by(Some(x.pid))).collect();
+        tables.push((
+            "threads",
+            "Threads",
+            thread_table(t, fmt == Format::Csv),
+            groups,
+        ));
     }
-    for (k, (id, title, (cols, body))) in tables.into_iter().enumerate() {
+    for (k, (id, title, (cols, body), groups)) in tables.into_iter().enumerate() {
         if k > 0 {
             writeln!(out)?;
         }
@@ -298,15 +333,39 @@ pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             continue;
         }
         let mut t = TableOut::begin(fmt, &mut *out, &cols)?;
-        let n = if a.limit == 0 {
-            body.len()
-        } else {
-            a.limit.min(body.len())
-        };
-        for r in &body[..n] {
-            t.row(r)?;
+        let mut shown: std::collections::HashMap<Option<i64>, usize> = Default::default();
+        for (r, group) in body.iter().zip(groups) {
+            let n = shown.entry(group).or_default();
+            if a.limit != 0 && *n >= a.limit {
+                continue;
+            }
+            *n += 1;
+            if fmt == Format::Table && !a.wide {
+                t.row(&elide_name(r))?;
+            } else {
+                t.row(r)?;
+            }
         }
         t.end()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_names_keep_their_start_and_end() {
+        let name = format!("std::vector<{}>::push_back", "int, ".repeat(40));
+        let row = elide_name(&[Cell::Int(1), Cell::Text(name.clone())]);
+        let Cell::Text(short) = &row[1] else {
+            panic!("{row:?}")
+        };
+        assert_eq!(short.chars().count(), NAME_WIDTH - 1);
+        assert!(short.starts_with("std::vector<int, ") && short.ends_with(">::push_back"));
+        assert!(short.contains('…'));
+        let kept = elide_name(&[Cell::Text("main".into())]);
+        assert_eq!(kept, [Cell::Text("main".into())]);
+    }
 }

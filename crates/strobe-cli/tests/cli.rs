@@ -436,6 +436,26 @@ fn summary_numbers_and_formats() {
     ]);
     assert_eq!(by.lines().count(), 2 + 4);
     assert!(by.lines().nth(1).unwrap().starts_with("PID,Time (%)"));
+    // --limit counts per process with --by-process: both processes appear.
+    let per = ok(&[
+        "summary",
+        "-i",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--by-process",
+        "--limit",
+        "1",
+        "--report",
+        "functions",
+        "--format",
+        "csv",
+    ]);
+    let pids: Vec<&str> = per
+        .lines()
+        .skip(2)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(pids, ["30", "31"], "{per}");
     // An end before the start is refused, saying so.
     let inverted = strobe(&[
         "summary",
