@@ -176,6 +176,7 @@ fn report(args: &SampleArgs, databases: &[PathBuf]) {
         report: crate::summary::Report::All,
         limit: args.top,
         wide: false,
+        merge_runs: false,
         by_process: databases.len() > 1,
         start: None,
         end: None,

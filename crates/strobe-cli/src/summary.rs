@@ -40,7 +40,7 @@ pub enum SummaryFormat {
 }
 
 /// Arguments of `strobe summary`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct SummaryArgs {
     /// Input databases: files, directories (searched for *.db) or globs.
     /// Default: the latest run, `<output_dir>/latest` (`strobe-output/latest`).
@@ -64,6 +64,10 @@ pub struct SummaryArgs {
     /// One set of rows per process (shares within each process).
     #[arg(long)]
     pub by_process: bool,
+    /// Summarize the databases of several runs (`strobe sample`
+    /// invocations) as one; by default each run gets its own tables.
+    #[arg(long)]
+    pub merge_runs: bool,
     /// Restrict to a window from here (ns after the run start, or %).
     #[arg(long)]
     pub start: Option<String>,
@@ -245,9 +249,52 @@ pub fn run(mut a: SummaryArgs) -> anyhow::Result<()> {
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    render(&a, &mut out)?;
+    let runs = runs_of(&strobe_db::inputs::expand_inputs(&a.inputs)?);
+    if a.merge_runs || runs.len() < 2 {
+        render(&a, &mut out)?;
+    } else if a.format == SummaryFormat::Json {
+        anyhow::bail!(
+            "the inputs hold {} runs ({} …): give one run's directory, or --merge-runs to \
+             summarize them as one",
+            runs.len(),
+            runs[0].0.display()
+        );
+    } else {
+        for (k, (run, files)) in runs.iter().enumerate() {
+            if k > 0 {
+                writeln!(out)?;
+            }
+            let what = if a.format == SummaryFormat::Csv {
+                "# run"
+            } else {
+                "Run"
+            };
+            writeln!(out, "{what} {} ({} databases):", run.display(), files.len())?;
+            let one = SummaryArgs {
+                inputs: files.iter().map(|f| f.display().to_string()).collect(),
+                ..a.clone()
+            };
+            render(&one, &mut out)?;
+        }
+    }
     out.flush()?;
     Ok(())
+}
+
+/// Database files grouped by run: the directory that holds
+/// `<host>/<pid>.db` (files laid out otherwise group by their
+/// grandparent directory too), in path order.
+fn runs_of(files: &[std::path::PathBuf]) -> Vec<(std::path::PathBuf, Vec<std::path::PathBuf>)> {
+    let mut runs: std::collections::BTreeMap<std::path::PathBuf, Vec<std::path::PathBuf>> =
+        Default::default();
+    for f in files {
+        let run = f
+            .parent()
+            .and_then(std::path::Path::parent)
+            .unwrap_or(std::path::Path::new(""));
+        runs.entry(run.to_path_buf()).or_default().push(f.clone());
+    }
+    runs.into_iter().collect()
 }
 
 /// Writes the summary tables of `a` to `out` (`strobe sample` prints them

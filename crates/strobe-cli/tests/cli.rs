@@ -456,6 +456,37 @@ fn summary_numbers_and_formats() {
         .map(|l| l.split(',').next().unwrap())
         .collect();
     assert_eq!(pids, ["30", "31"], "{per}");
+    // Two runs' directories: one set of tables each unless --merge-runs.
+    let runs = dir.path().join("runs");
+    for (run, db) in [("r1", &a), ("r2", &b)] {
+        let host = runs.join(run).join("host");
+        std::fs::create_dir_all(&host).unwrap();
+        std::fs::copy(db, host.join(db.file_name().unwrap())).unwrap();
+    }
+    let each = ok(&[
+        "summary",
+        "-i",
+        runs.to_str().unwrap(),
+        "--report",
+        "threads",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(each.matches("# run ").count(), 2, "{each}");
+    let merged = ok(&[
+        "summary",
+        "-i",
+        runs.to_str().unwrap(),
+        "--report",
+        "threads",
+        "--format",
+        "csv",
+        "--merge-runs",
+    ]);
+    assert!(!merged.contains("# run"), "{merged}");
+    let json = strobe(&["summary", "-i", runs.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(json.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&json.stderr).contains("--merge-runs"));
     // An end before the start is refused, saying so.
     let inverted = strobe(&[
         "summary",
