@@ -392,7 +392,7 @@ impl Stmts {
             module: keep(conn.prepare(&format!("INSERT INTO \"strobe_module{s}\" (pid, path, build_id, load_address, size, file_offset, load_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"))?),
             frame: keep(conn.prepare(&format!("INSERT INTO \"strobe_frame{s}\" (module_id, rel_pc) VALUES (?1, ?2)"))?),
             callsite: keep(conn.prepare(&format!("INSERT INTO \"strobe_callsite{s}\" (parent_id, frame_id, depth) VALUES (?1, ?2, ?3)"))?),
-            pmc: keep(conn.prepare(&format!("INSERT INTO \"rocpd_info_pmc{s}\" (nid, pid, target_arch, name, symbol, description, component, units, value_type, expression, is_constant, is_derived) VALUES (?1, ?2, 'CPU', ?3, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9)"))?),
+            pmc: keep(conn.prepare(&format!("INSERT INTO \"rocpd_info_pmc{s}\" (nid, pid, agent_id, target_arch, name, symbol, description, component, units, value_type, expression, is_constant, is_derived) VALUES (?1, ?2, ?10, 'CPU', ?3, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9)"))?),
             counter: keep(conn.prepare(&format!("INSERT INTO \"strobe_counter_sample{s}\" (pmc_id, track_id, timestamp, value) VALUES (?1, ?2, ?3, ?4)"))?),
             memory: keep(conn.prepare(&format!("INSERT INTO \"rocpd_memory_allocate{s}\" (nid, pid, tid, agent_id, type, level, start, \"end\", address, size, event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"))?),
             begin: keep(conn.prepare("BEGIN")?),
@@ -431,6 +431,8 @@ pub struct Writer {
     rows_in_tx: usize,
     last_commit: Instant,
     sample_categories: [Option<i64>; SampleKind::COUNT],
+    /// The CPU agent counters refer to, once added.
+    cpu_agent: Option<AgentId>,
     /// The event row shared by every sample with the same call stack
     /// (samples carry no per-sample event data): call site → event id.
     /// Grows with the distinct stacks, like the call-site cache.
@@ -635,6 +637,7 @@ impl Writer {
             rows_in_tx: 0,
             last_commit: Instant::now(),
             sample_categories: [None; SampleKind::COUNT],
+            cpu_agent: None,
             sample_events: std::collections::HashMap::new(),
             totals: WriterTotals::default(),
             finished: false,
@@ -1031,6 +1034,7 @@ impl Writer {
 
     /// Describes a counter (`rocpd_info_pmc`, target CPU).
     pub fn add_counter(&mut self, c: &CounterInfo<'_>) -> Result<CounterId> {
+        let agent = self.cpu_agent()?;
         self.begin_row()?;
         {
             let st = &mut self.stmts.pmc;
@@ -1044,7 +1048,8 @@ impl Writer {
                     c.units.unwrap_or(""),
                     if c.accumulating { "ACCUM" } else { "ABS" },
                     c.expression,
-                    c.expression.is_some() as i64
+                    c.expression.is_some() as i64,
+                    agent.0
                 ])
             }
         }
@@ -1076,6 +1081,34 @@ impl Writer {
         .at(&self.path)?;
         self.totals.counter_samples += 1;
         self.end_row(1)
+    }
+
+    /// The host's CPU as an agent (`rocpd_info_agent`, type `CPU`), added
+    /// with the first counter: rocpd's views join counters to their agent.
+    fn cpu_agent(&mut self) -> Result<AgentId> {
+        if let Some(a) = self.cpu_agent {
+            return Ok(a);
+        }
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let field = |key: &str| {
+            cpuinfo.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == key).then(|| v.trim().to_string())
+            })
+        };
+        let (model, vendor) = (field("model name"), field("vendor_id"));
+        let agent = self.add_agent(&AgentInfo {
+            kind: AgentKind::Cpu,
+            absolute_index: 0,
+            logical_index: 0,
+            type_index: 0,
+            name: "cpu",
+            model_name: model.as_deref(),
+            vendor_name: vendor.as_deref(),
+            product_name: model.as_deref(),
+        })?;
+        self.cpu_agent = Some(agent);
+        Ok(agent)
     }
 
     /// Adds a compute agent (`rocpd_info_agent`).

@@ -359,3 +359,41 @@ fn scaling_weights_touches_only_the_given_thread_and_kind() {
         (1_000_000, 1_000_000)
     );
 }
+
+#[test]
+fn counters_point_at_the_cpu_agent_as_rocpd_views_expect() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.db");
+    let mut w = strobe_db::Writer::create(&path, &common::process(8), common::opts()).unwrap();
+    for name in ["peak_rss", "thread_cpu_time"] {
+        let c = w
+            .add_counter(&strobe_db::CounterInfo {
+                name,
+                description: None,
+                units: None,
+                component: None,
+                accumulating: false,
+                expression: None,
+            })
+            .unwrap();
+        w.append_counter_sample(c, None, 10, 1.0).unwrap();
+    }
+    w.finish(100).unwrap();
+    let p = Profile::open(&[path.to_str().unwrap()]).unwrap();
+    // AMD's views join counters to their agent (an inner join).
+    let (n, kind): (i64, String) = p
+        .connection()
+        .query_row(
+            "SELECT COUNT(*), MIN(A.type) FROM rocpd_info_pmc P \
+             JOIN rocpd_info_agent A ON A.id = P.agent_id AND A.guid = P.guid",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((n, kind.as_str()), (2, "CPU"));
+    let agents: i64 = p
+        .connection()
+        .query_row("SELECT COUNT(*) FROM rocpd_info_agent", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(agents, 1, "one CPU agent, however many counters");
+}
