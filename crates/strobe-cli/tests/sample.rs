@@ -62,6 +62,7 @@ fn built() -> PathBuf {
         "two_equal_threads",
         "syscall_loop",
         "off_cpu",
+        "libc_work",
     ] {
         let mut args = flags.to_vec();
         args.extend([
@@ -1552,4 +1553,55 @@ fn quiet_prints_nothing_of_strobes_own_and_program_arguments_pass_through() {
     assert_eq!(String::from_utf8_lossy(&o.stdout), "done -q --top 3\n");
     assert_eq!(stderr(&o), "", "-q: nothing from strobe");
     assert_eq!(databases(out.path()).len(), 1);
+}
+
+#[test]
+fn libc_internal_functions_and_vdso_frames_are_named() {
+    let bin = built();
+    let tmp = tempfile::tempdir().unwrap();
+    let _turn = one_at_a_time();
+    let out = sample_in(tmp.path(), &[bin.join("libc_work").to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let all = samples(&databases(tmp.path())[0]);
+    let leaves: Vec<String> = all
+        .iter()
+        .filter_map(|s| names(s).first().cloned())
+        .collect();
+    // The vDSO's clock_gettime (the program reads its CPU clock in a loop)
+    // is named from the running kernel's vDSO.
+    let vdso_unnamed = leaves.iter().filter(|n| n.starts_with("[vdso]")).count();
+    assert_eq!(vdso_unnamed, 0, "{leaves:?}");
+    // memcpy's implementation is internal to libc: named from its separate
+    // debug file (Debian's libc6-dbg) when that is installed.
+    let db = databases(tmp.path())[0].clone();
+    let p = Profile::open(&[db.display().to_string()]).unwrap();
+    let libc_id: String = p
+        .connection()
+        .query_row(
+            "SELECT build_id FROM strobe_module WHERE path LIKE '%/libc.so%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let debug = format!(
+        "/usr/lib/debug/.build-id/{}/{}.debug",
+        &libc_id[..2],
+        &libc_id[2..]
+    );
+    if !Path::new(&debug).is_file() {
+        eprintln!("skipped the libc part: libc's debug file {debug} is not installed (libc6-dbg)");
+        return;
+    }
+    let copying = leaves
+        .iter()
+        .filter(|n| n.contains("memmove") || n.contains("memcpy"))
+        .count();
+    let unnamed_libc = leaves.iter().filter(|n| n.starts_with("libc.so")).count();
+    assert!(
+        copying * 10 >= leaves.len() * 8,
+        "{copying} of {}: {leaves:?}",
+        leaves.len()
+    );
+    assert_eq!(unnamed_libc, 0, "{leaves:?}");
 }
