@@ -5,7 +5,8 @@
 //! module's separate debug file (by build id, under
 //! `/usr/lib/debug/.build-id`) where its own symbols lack a function, and
 //! the running kernel's vDSO (copied from this process, when its build id
-//! matches) for `[vdso]` frames. Names only
+//! matches) for `[vdso]` frames, and a process's perf map for code in no
+//! module (a JIT's). Names only
 //! (ELF symbol tables) is the fast default; `--lines` also reads DWARF,
 //! which can take hundreds of MiB for large binaries (one module at a time,
 //! so that memory is released between modules). Never runs inside the
@@ -78,6 +79,50 @@ fn vdso_file(hex: &str) -> Option<String> {
     Some(path.display().to_string())
 }
 
+/// The OS pid of the process whose tables have `suffix`.
+fn process_pid(db: &Path, suffix: &str) -> Option<i64> {
+    let conn = strobe_db::inputs::open_read_only(db).ok()?;
+    let sql = format!(
+        "SELECT pid FROM \"rocpd_info_process{}\"",
+        suffix.replace('"', "")
+    );
+    conn.query_row(&sql, [], |r| r.get(0)).ok()
+}
+
+/// Names code that lies in no module (a JIT's) from the process's perf
+/// map, `/tmp/perf-<pid>.map` (lines `START SIZE NAME`, hex, as Node's
+/// `--perf-basic-prof` and Python's `-X perf` write them, and perf reads).
+/// The names are stored in the database, so later readers need no map.
+fn perf_map_names(pid: i64, frames: &[(FrameId, u64)]) -> Vec<Resolved> {
+    let Ok(text) = std::fs::read_to_string(format!("/tmp/perf-{pid}.map")) else {
+        return Vec::new();
+    };
+    let mut entries: Vec<(u64, u64, &str)> = text
+        .lines()
+        .filter_map(|l| {
+            let mut parts = l.splitn(3, ' ');
+            let start = u64::from_str_radix(parts.next()?.trim_start_matches("0x"), 16).ok()?;
+            let size = u64::from_str_radix(parts.next()?.trim_start_matches("0x"), 16).ok()?;
+            Some((start, size, parts.next()?.trim()))
+        })
+        .collect();
+    // A later line for the same address wins (code regenerated).
+    entries.sort_by_key(|&(start, _, _)| start);
+    frames
+        .iter()
+        .filter_map(|&(frame, pc)| {
+            let i = entries.partition_point(|&(start, _, _)| start <= pc);
+            let (start, size, name) = *entries.get(i.checked_sub(1)?)?;
+            (pc < start.saturating_add(size)).then(|| Resolved {
+                frame,
+                function: name.to_string(),
+                file: None,
+                line: None,
+            })
+        })
+        .collect()
+}
+
 /// Names `frames` (frame, module-relative pc) from the ELF file `file`;
 /// `None` when the file cannot be read. One symbolizer per call: its
 /// caches (and DWARF) go with it.
@@ -121,15 +166,27 @@ pub fn symbolize_database(path: &Path, lines: bool) -> Result<SymbolStats> {
         ..Default::default()
     };
     let mut groups: BTreeMap<ModuleKey, Vec<(FrameId, u64)>> = BTreeMap::new();
+    // Code in no module (a JIT's), by process: absolute pcs.
+    let mut outside: BTreeMap<String, Vec<(FrameId, u64)>> = BTreeMap::new();
     for f in frames {
-        if let Some(module) = f.module_path {
-            groups
+        match f.module_path {
+            Some(module) => groups
                 .entry((f.suffix, module, f.build_id))
                 .or_default()
-                .push((f.frame, f.rel_pc));
+                .push((f.frame, f.rel_pc)),
+            None => outside
+                .entry(f.suffix)
+                .or_default()
+                .push((f.frame, f.rel_pc)),
         }
     }
     let mut resolved_by_suffix: BTreeMap<String, Vec<Resolved>> = BTreeMap::new();
+    for (suffix, frames) in outside {
+        let named = process_pid(path, &suffix)
+            .map(|pid| perf_map_names(pid, &frames))
+            .unwrap_or_default();
+        resolved_by_suffix.entry(suffix).or_default().extend(named);
+    }
     for ((suffix, module, build_id), frames) in groups {
         let debug_file = match module.as_str() {
             "[vdso]" => build_id.as_deref().and_then(vdso_file),

@@ -63,6 +63,7 @@ fn built() -> PathBuf {
         "syscall_loop",
         "off_cpu",
         "libc_work",
+        "jit",
     ] {
         let mut args = flags.to_vec();
         args.extend([
@@ -1604,4 +1605,26 @@ fn libc_internal_functions_and_vdso_frames_are_named() {
         leaves.len()
     );
     assert_eq!(unnamed_libc, 0, "{leaves:?}");
+}
+
+#[test]
+fn jit_code_is_named_from_the_processs_perf_map() {
+    let bin = built();
+    let tmp = tempfile::tempdir().unwrap();
+    let _turn = one_at_a_time();
+    let out = sample_in(tmp.path(), &[bin.join("jit").to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "jitted\n");
+    let all = samples(&databases(tmp.path())[0]);
+    let _ = std::fs::remove_file(format!("/tmp/perf-{}.map", all[0].pid));
+    let jitted = all
+        .iter()
+        .filter(|s| names(s).first().is_some_and(|n| n == "jitted_loop"))
+        .count();
+    assert!(
+        jitted * 10 >= all.len() * 8,
+        "{jitted} of {} samples in jitted_loop",
+        all.len()
+    );
 }
