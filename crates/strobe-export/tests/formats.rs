@@ -26,14 +26,22 @@ fn chrome_json_parses_and_matches_counts() {
     let st = strobe_export::chrome::write_chrome(&p, &mut out).unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out).expect("valid JSON");
     let events = v["traceEvents"].as_array().unwrap();
-    let count = |ph: &str| events.iter().filter(|e| e["ph"] == ph).count() as u64;
+    let count = |ph: &str| {
+        events
+            .iter()
+            .filter(|e| e["ph"] == ph && e["cat"] != "sample")
+            .count() as u64
+    };
     assert_eq!(count("X"), exp.regions);
     assert_eq!(count("i"), exp.markers);
     assert_eq!(count("C"), exp.counters);
     assert_eq!(st.regions, exp.regions);
+    // Real threads (below 2^22) are named once each; lanes have their own.
     let thread_names = events
         .iter()
-        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .filter(|e| {
+            e["ph"] == "M" && e["name"] == "thread_name" && e["tid"].as_i64().unwrap() < 1 << 22
+        })
         .count() as u64;
     assert_eq!(thread_names, exp.threads);
     let procs = events
@@ -47,14 +55,93 @@ fn chrome_json_parses_and_matches_counts() {
     assert!(step["args"]["phase"].as_str().unwrap().contains("\"fast\""));
     let io = events.iter().find(|e| e["name"] == "io").unwrap();
     assert!(io["args"]["correlation_id"].is_number());
-    // X events come in start order within each thread.
+    // Region X events come in start order within each thread lane, and
+    // nest there (the format's rule: partial overlaps go to other lanes).
+    let mut open: HashMap<(i64, i64), Vec<f64>> = HashMap::new();
     let mut last: HashMap<(i64, i64), f64> = HashMap::new();
-    for e in events.iter().filter(|e| e["ph"] == "X") {
+    for e in events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] != "sample")
+    {
         let k = (e["pid"].as_i64().unwrap(), e["tid"].as_i64().unwrap());
         let ts = e["ts"].as_f64().unwrap();
+        let end = ts + e["dur"].as_f64().unwrap();
         assert!(ts >= *last.get(&k).unwrap_or(&f64::MIN));
         last.insert(k, ts);
+        let stack = open.entry(k).or_default();
+        while stack.last().is_some_and(|&e| e <= ts) {
+            stack.pop();
+        }
+        assert!(stack.last().is_none_or(|&outer| outer >= end - 1e-9), "{e}");
+        stack.push(end);
     }
+    // Typed arguments; strobe's own nesting depth is not among them.
+    assert!(events.iter().all(|e| e["args"].get("depth").is_none()));
+    // The samples as a flame chart on a lane of each thread's own.
+    let frames: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "sample")
+        .collect();
+    assert_eq!(frames.len() as u64, st.sample_frames);
+    assert!(
+        frames.iter().any(|e| e["name"] == fixture::HOT),
+        "hot function in the flame chart"
+    );
+}
+
+#[test]
+fn chrome_json_puts_partially_overlapping_regions_on_separate_lanes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("o.db");
+    let info = strobe_db::ProcessInfo {
+        pid: 4,
+        ppid: 1,
+        init_ns: 0,
+        start_ns: 0,
+        start_unix_ns: 1_763_000_000_000_000_000,
+        command: "overlap".into(),
+        environment: vec![],
+    };
+    let mut w =
+        strobe_db::Writer::create(&path, &info, strobe_db::WriterOptions::default()).unwrap();
+    let t = w
+        .add_thread(&strobe_db::ThreadInfo {
+            tid: 4,
+            name: Some("main"),
+            start_ns: Some(0),
+        })
+        .unwrap();
+    let (a, b) = (w.intern_string("a").unwrap(), w.intern_string("b").unwrap());
+    for (name, start, end) in [(a, 100, 300), (b, 200, 400)] {
+        w.append_region(&strobe_db::Region {
+            thread: t,
+            start_ns: start,
+            end_ns: end,
+            name,
+            category: None,
+            stack: None,
+            correlation_id: None,
+            args: &[],
+        })
+        .unwrap();
+    }
+    w.finish(500).unwrap();
+    let p = Profile::open_files(&[path]).unwrap();
+    let mut out = Vec::new();
+    strobe_export::chrome::write_chrome(&p, &mut out).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let tid_of = |name: &str| {
+        v["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["ph"] == "X" && e["name"] == name)
+            .unwrap()["tid"]
+            .as_i64()
+            .unwrap()
+    };
+    assert_eq!(tid_of("a"), 4);
+    assert_ne!(tid_of("b"), 4, "b overlaps a without nesting: another lane");
 }
 
 #[test]
