@@ -46,6 +46,10 @@ enum Command {
 }
 
 fn main() -> anyhow::Result<()> {
+    // A closed pipe (`strobe-bench … | head`) ends the harness quietly, as
+    // it would any command-line tool, instead of a panic in `println!`.
+    // SAFETY: setting a signal's disposition before any thread exists.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     match cli.command {
         Command::Api(args) => api::run(&args),
