@@ -211,7 +211,9 @@ pub fn symbolize_database(path: &Path, lines: bool) -> Result<SymbolStats> {
             }
             match symbolize_in(&file, &left, lines) {
                 Some(found) => {
-                    left.retain(|(frame, _)| !found.iter().any(|r| r.frame == *frame));
+                    let named: std::collections::HashSet<FrameId> =
+                        found.iter().map(|r| r.frame).collect();
+                    left.retain(|(frame, _)| !named.contains(frame));
                     out.extend(found);
                 }
                 None if file == module => stats.missing_modules += 1,
