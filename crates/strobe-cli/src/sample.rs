@@ -69,7 +69,6 @@ pub struct SampleArgs {
     /// optional; everything from the program's name on is the program's).
     #[arg(
         trailing_var_arg = true,
-        allow_hyphen_values = true,
         required_unless_present = "pid",
         value_name = "COMMAND"
     )]
