@@ -27,6 +27,21 @@ fn heading(category: Category) -> &'static str {
     }
 }
 
+/// A setting's default as `--help` shows it.
+fn default_text(def: &strobe_core::settings::SettingDef) -> String {
+    match def.default {
+        strobe_core::settings::DefaultValue::Text("")
+        | strobe_core::settings::DefaultValue::Unset => "none".into(),
+        strobe_core::settings::DefaultValue::Text(text) => text.into(),
+        strobe_core::settings::DefaultValue::Inherit(parent) => {
+            format!(
+                "that of --{}",
+                strobe_core::settings::SETTINGS[parent as usize].flag()
+            )
+        }
+    }
+}
+
 impl Args for SettingFlags {
     fn augment_args(mut cmd: Command) -> Command {
         for def in SETTINGS {
@@ -35,10 +50,11 @@ impl Args for SettingFlags {
                 .value_name(def.kind.placeholder())
                 .help(def.description)
                 .long_help(format!(
-                    "{}\n[{}: {}; env: {}]",
+                    "{}\n[{}: {}; default: {}; env: {}]",
                     def.description,
                     def.kind.name(),
                     def.kind.accepted_form(),
+                    default_text(def),
                     def.env_var()
                 ))
                 .help_heading(heading(def.category))

@@ -526,3 +526,17 @@ fn summary_numbers_and_formats() {
         assert!(table.contains(needle), "{needle} in {table}");
     }
 }
+
+#[test]
+fn sample_help_shows_every_settings_default() {
+    let help = ok(&["sample", "--help"]);
+    assert!(
+        help.contains("default: 250;"),
+        "sampling_freq's default: {help}"
+    );
+    assert!(
+        help.contains("default: that of --sampling-freq;"),
+        "an inherited default names its parent"
+    );
+    assert!(help.contains("[default: 10]"), "--top's default");
+}
