@@ -11,7 +11,7 @@
 //! program itself and never prints a summary table: the program's stderr
 //! is the only output it shares.
 
-use crate::sample::{collector_options, runtime_config, wait_for_collector};
+use crate::sample::{collector_options, finish_collecting, runtime_config};
 use crate::setting_flags::{load_settings, SettingFlags};
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -71,13 +71,7 @@ pub fn run(args: &CollectForArgs, config: Option<&Path>) -> Result<i32> {
     .context("cannot answer the runtime")?;
     drop(to_runtime);
     strobe_core::pidfd::ended(&pidfd, -1);
-    collector.program_done();
-    let report = wait_for_collector(collector);
-    for note in &report.notes {
-        eprintln!("strobe: {note}");
-    }
-    let mut databases = report.databases;
-    databases.sort();
+    let databases = finish_collecting(collector);
     for db in databases.iter().filter(|p| p.is_file()) {
         if let Err(e) = crate::symbolize::symbolize_database(db, false) {
             eprintln!("strobe: warning: cannot symbolize {}: {e:#}", db.display());

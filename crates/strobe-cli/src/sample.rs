@@ -335,13 +335,7 @@ fn attach(args: &SampleArgs, settings: &Settings, pid: i32) -> Result<Session> {
             break;
         }
     }
-    collector.program_done();
-    let report = wait_for_collector(collector);
-    for note in &report.notes {
-        eprintln!("strobe: {note}");
-    }
-    let mut databases = report.databases;
-    databases.sort();
+    let databases = finish_collecting(collector);
     let output_dir = databases
         .first()
         .and_then(|d| d.parent()?.parent().map(Path::to_path_buf))
@@ -513,6 +507,19 @@ fn unprofilable(command: &OsString) -> Option<u32> {
     let resolved = strobe_core::shm::image::resolve_command(command.as_bytes());
     let reason = strobe_core::shm::image::exec_reason_for(&resolved);
     (reason != exec_reason::NONE).then_some(reason)
+}
+
+/// The program is done: waits for the collector, prints its notes and
+/// returns the databases it wrote, in path order.
+pub fn finish_collecting(collector: strobe_collect::Collector) -> Vec<PathBuf> {
+    collector.program_done();
+    let report = wait_for_collector(collector);
+    for note in &report.notes {
+        eprintln!("strobe: {note}");
+    }
+    let mut databases = report.databases;
+    databases.sort();
+    databases
 }
 
 /// Waits for the collector: processes the program started may outlive it

@@ -11,7 +11,7 @@
 //! mode the samples of a process that has the runtime are left out, but
 //! for the threads the collector handed to the kernel.
 
-use crate::kernel::records::{decode, Record};
+use crate::kernel::records::{decode, time_of, Record};
 use crate::kernel::unwind::ProcessUnwinder;
 use crate::process::Process;
 use crate::tap::{Batch, Source};
@@ -19,26 +19,6 @@ use crate::Options;
 use std::collections::HashMap;
 use strobe_db::SampleKind;
 use strobe_sampler::{Sample, TimerClock};
-
-/// A kernel record's time: a sample's TIME field, or the `sample_id`
-/// trailer's (every other record carries one, `sample_id_all`).
-fn time_of(record: &[u8]) -> u64 {
-    const RECORD_SAMPLE: u32 = 9;
-    let word = |at: usize| {
-        record
-            .get(at..at + 8)
-            .and_then(|b| b.try_into().ok())
-            .map_or(0, u64::from_ne_bytes)
-    };
-    let kind = record
-        .get(..4)
-        .map_or(0, |b| u32::from_ne_bytes(b.try_into().unwrap_or_default()));
-    if kind == RECORD_SAMPLE {
-        word(24)
-    } else {
-        word(record.len().saturating_sub(8))
-    }
-}
 
 /// The unwinder of process `pid`, made (from its memory map) on first use.
 fn unwinder_of(unwinders: &mut HashMap<i32, ProcessUnwinder>, pid: i32) -> &mut ProcessUnwinder {
@@ -66,13 +46,7 @@ fn kernel_sample(tid: i32, time_ns: u64, complete: bool, frames: &[u64]) -> Samp
 #[derive(Default)]
 pub struct KernelWriter {
     unwinders: HashMap<i32, ProcessUnwinder>,
-    /// Processes with no runtime, by pid.
-    own: HashMap<i32, Process>,
-    /// Processes with the runtime: pid → the writer's image id.
-    runtime: HashMap<i32, u64>,
-    /// Threads of processes with the runtime that the kernel samples (the
-    /// in-program sampler cannot reach them).
-    threads: std::collections::HashSet<(i32, i32)>,
+    targets: Targets,
     lost: u64,
     /// Processes whose main thread exited (finished at the end of the run
     /// or when their pid is reused).
@@ -97,27 +71,39 @@ struct SwitchedOut {
     back_ns: Option<u64>,
 }
 
-/// The process image the kernel's records of thread `tid` of `pid` go to:
-/// the runtime's image (when the kernel samples it: `for_all`, or a
-/// thread the runtime cannot sample), else one of the writer's own.
-#[allow(clippy::too_many_arguments)]
-fn route<'p>(
-    own: &'p mut HashMap<i32, Process>,
-    runtime: &HashMap<i32, u64>,
-    threads: &std::collections::HashSet<(i32, i32)>,
-    processes: &'p mut HashMap<u64, Process>,
-    for_all: bool,
-    pid: i32,
-    tid: i32,
-    time_ns: u64,
-) -> Option<&'p mut Process> {
-    match runtime.get(&pid) {
-        Some(id) if for_all || threads.contains(&(pid, tid)) => processes.get_mut(id),
-        Some(_) => None,
-        None => Some(
-            own.entry(pid)
-                .or_insert_with(|| Process::kernel_only(pid, time_ns)),
-        ),
+/// Where the kernel's records go.
+#[derive(Default)]
+struct Targets {
+    /// Processes with no runtime, by pid.
+    own: HashMap<i32, Process>,
+    /// Processes with the runtime: pid → the writer's image id.
+    runtime: HashMap<i32, u64>,
+    /// Threads of processes with the runtime that the kernel samples (the
+    /// in-program sampler cannot reach them).
+    threads: std::collections::HashSet<(i32, i32)>,
+}
+
+impl Targets {
+    /// The process image the records of thread `tid` of `pid` go to: the
+    /// runtime's image (when the kernel samples it: `for_all`, or a thread
+    /// the runtime cannot sample), else one of the writer's own (first
+    /// seen at `time_ns`).
+    fn route<'p>(
+        &'p mut self,
+        processes: &'p mut HashMap<u64, Process>,
+        for_all: bool,
+        (pid, tid): (i32, i32),
+        time_ns: u64,
+    ) -> Option<&'p mut Process> {
+        match self.runtime.get(&pid) {
+            Some(id) if for_all || self.threads.contains(&(pid, tid)) => processes.get_mut(id),
+            Some(_) => None,
+            None => Some(
+                self.own
+                    .entry(pid)
+                    .or_insert_with(|| Process::kernel_only(pid, time_ns)),
+            ),
+        }
     }
 }
 
@@ -126,27 +112,27 @@ impl KernelWriter {
     /// of its own the kernel sampled under that pid before (an image that
     /// exec'd into one with the runtime), for the caller to finish.
     pub fn runtime_started(&mut self, pid: i32, id: u64) -> Option<Process> {
-        self.runtime.insert(pid, id);
-        self.own.remove(&pid)
+        self.targets.runtime.insert(pid, id);
+        self.targets.own.remove(&pid)
     }
 
     /// The kernel samples thread `tid` of `pid`, which has the runtime;
     /// returns the image id of `pid`.
     pub fn thread_sampled(&mut self, pid: i32, tid: i32) -> Option<u64> {
-        self.threads.insert((pid, tid));
-        self.runtime.get(&pid).copied()
+        self.targets.threads.insert((pid, tid));
+        self.targets.runtime.get(&pid).copied()
     }
 
     /// The kernel samples every thread of `pid`, which runs an image with
     /// no runtime: its records go to a process of the writer's own, even
     /// before the runtime image it replaces is seen to end.
     pub fn process_sampled(&mut self, pid: i32) {
-        self.runtime.remove(&pid);
+        self.targets.runtime.remove(&pid);
     }
 
     /// Image `id` of the runtime ended.
     pub fn runtime_ended(&mut self, id: u64) {
-        self.runtime.retain(|_, v| *v != id);
+        self.targets.runtime.retain(|_, v| *v != id);
     }
 
     /// Records a batch of kernel records; returns the processes of its own
@@ -173,16 +159,10 @@ impl KernelWriter {
         for (_, range) in order {
             match decode(&batch.bytes[range.clone()]) {
                 Some(Record::Sample(s)) => {
-                    let Some(target) = route(
-                        &mut self.own,
-                        &self.runtime,
-                        &self.threads,
-                        processes,
-                        for_all,
-                        s.pid,
-                        s.tid,
-                        s.time_ns,
-                    ) else {
+                    let Some(target) =
+                        self.targets
+                            .route(processes, for_all, (s.pid, s.tid), s.time_ns)
+                    else {
                         continue;
                     };
                     let unwinder = unwinder_of(&mut self.unwinders, s.pid);
@@ -282,7 +262,7 @@ impl KernelWriter {
                     exit: false,
                 }) if pid == tid && self.exited.remove(&pid) => {
                     self.unwinders.remove(&pid);
-                    ended.extend(self.own.remove(&pid));
+                    ended.extend(self.targets.own.remove(&pid));
                 }
                 Some(Record::Task {
                     pid,
@@ -298,7 +278,7 @@ impl KernelWriter {
                 Some(Record::Comm { pid, exec: true }) => {
                     // A new image: new modules, a new database.
                     self.unwinders.insert(pid, ProcessUnwinder::empty());
-                    ended.extend(self.own.remove(&pid));
+                    ended.extend(self.targets.own.remove(&pid));
                 }
                 _ => {}
             }
@@ -317,16 +297,10 @@ impl KernelWriter {
         options: &Options,
         for_all: bool,
     ) {
-        let Some(target) = route(
-            &mut self.own,
-            &self.runtime,
-            &self.threads,
-            processes,
-            for_all,
-            switched.pid,
-            tid,
-            switched.time_ns,
-        ) else {
+        let Some(target) =
+            self.targets
+                .route(processes, for_all, (switched.pid, tid), switched.time_ns)
+        else {
             return;
         };
         let modules = self
@@ -341,6 +315,6 @@ impl KernelWriter {
     /// The processes of its own still open, and the records the kernel
     /// dropped, at the end of the run.
     pub fn finish(self) -> (Vec<Process>, u64) {
-        (self.own.into_values().collect(), self.lost)
+        (self.targets.own.into_values().collect(), self.lost)
     }
 }

@@ -317,11 +317,9 @@ impl Tap {
     /// said so before `exec`, and the image the process runs now is
     /// static (so the exec happened: the runtime's image was not).
     fn runs_static_image(&self) -> bool {
-        if self.segment.header().state.load(Ordering::Acquire) != state::EXEC {
-            return false;
-        }
-        let (_, reason) = self.segment.exec_note();
-        reason == exec_reason::STATIC
+        let h = self.segment.header();
+        h.state.load(Ordering::Acquire) == state::EXEC
+            && h.exec_reason.load(Ordering::Acquire) == exec_reason::STATIC
             && strobe_core::shm::image::exec_reason_for(
                 format!("/proc/{}/exe", self.pid).as_bytes(),
             ) == exec_reason::STATIC

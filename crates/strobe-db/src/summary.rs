@@ -274,33 +274,25 @@ impl Weights {
 /// twice).
 pub fn time_kind(p: &Profile) -> Result<crate::SampleKind> {
     let path = p.files().first().cloned().unwrap_or_default();
-    let cpu: bool = p
-        .connection()
-        .query_row(
-            &format!(
-                "SELECT EXISTS (SELECT 1 FROM strobe_samples WHERE kind = '{}')",
-                crate::SampleKind::Cpu.category()
-            ),
-            [],
-            |r| r.get(0),
-        )
-        .at(&path)?;
-    let wall: bool = p
-        .connection()
-        .query_row(
-            &format!(
-                "SELECT EXISTS (SELECT 1 FROM strobe_samples WHERE kind = '{}')",
-                crate::SampleKind::Wall.category()
-            ),
-            [],
-            |r| r.get(0),
-        )
-        .at(&path)?;
-    Ok(if wall && !cpu {
-        crate::SampleKind::Wall
-    } else {
-        crate::SampleKind::Cpu
-    })
+    // The category string is interned with a kind's first sample: where it
+    // is missing (the common case for real-time samples) no scan is needed.
+    let has = |kind: crate::SampleKind| -> Result<bool> {
+        p.connection()
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM rocpd_string WHERE string = ?1) \
+                 AND EXISTS (SELECT 1 FROM strobe_samples WHERE kind = ?1)",
+                [kind.category()],
+                |r| r.get(0),
+            )
+            .at(&path)
+    };
+    Ok(
+        if has(crate::SampleKind::Wall)? && !has(crate::SampleKind::Cpu)? {
+            crate::SampleKind::Wall
+        } else {
+            crate::SampleKind::Cpu
+        },
+    )
 }
 
 /// One group of samples: process guid, pid, the grouping key's value and

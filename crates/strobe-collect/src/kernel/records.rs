@@ -101,6 +101,25 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// A kernel record's time: a sample's TIME field, or the `sample_id`
+/// trailer's (every other record carries one, `sample_id_all`).
+pub fn time_of(record: &[u8]) -> u64 {
+    let word = |at: usize| {
+        record
+            .get(at..at + 8)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u64::from_ne_bytes)
+    };
+    let kind = record
+        .get(..4)
+        .map_or(0, |b| u32::from_ne_bytes(b.try_into().unwrap_or_default()));
+    if kind == RECORD_SAMPLE {
+        word(24)
+    } else {
+        word(record.len().saturating_sub(8))
+    }
+}
+
 /// Decodes one record (header included).
 pub fn decode(bytes: &[u8]) -> Option<Record<'_>> {
     let mut r = Reader { bytes, at: 0 };
