@@ -1,10 +1,12 @@
 //! `strobe-bench export`: conversion throughput and peak memory.
 //!
-//! Generates a synthetic regions database through the real
-//! `strobe_db::Writer` (8 threads, three nesting levels, 64 names, a
-//! counter), then converts it with strobe-export, each format in a child
-//! process of this binary so that its peak RSS (from `wait4`) is the
-//! conversion's alone. Prints events per second and peak RSS; never
+//! Generates a synthetic database through the real `strobe_db::Writer`
+//! (8 threads; regions in three nesting levels with 64 names; call-stack
+//! samples drawn from 4096 symbolized stacks of depth 8-40, one in eight
+//! off CPU; a counter), then converts it with strobe-export, each format
+//! in a child process of this binary so that its peak RSS (from `wait4`)
+//! is the conversion's alone, timed from the child's start (opening the
+//! database included). Prints events per second and peak RSS; never
 //! asserts a timing.
 
 use std::path::{Path, PathBuf};
@@ -12,19 +14,30 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use strobe_db::{CounterInfo, NodeInfo, ProcessInfo, Region, ThreadInfo, Writer, WriterOptions};
+use strobe_db::{
+    CounterInfo, FrameSymbols, ModuleRow, NodeInfo, ProcessInfo, Region, SampleKind, SampleMeta,
+    StackFrame, ThreadInfo, Writer, WriterOptions,
+};
 
 /// Arguments of `strobe-bench export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     /// Regions in the generated database.
-    #[arg(long, default_value_t = 1_000_000)]
+    #[arg(long, default_value_t = 200_000)]
     pub rows: u64,
-    /// Database to convert; generated with `--rows` regions if it does not exist.
+    /// Call-stack samples in the generated database.
+    #[arg(long, default_value_t = 800_000)]
+    pub samples: u64,
+    /// Database to convert; generated with `--rows` regions and `--samples` samples if it does
+    /// not exist.
     #[arg(long, default_value = "strobe-bench-export.db")]
     pub db: PathBuf,
-    /// Formats to convert to (comma-separated).
-    #[arg(long, default_value = "pftrace", value_delimiter = ',')]
+    /// Formats to convert to (comma-separated): pftrace, json, csv, firefox, pprof, folded, svg.
+    #[arg(
+        long,
+        default_value = "pftrace,json,csv,firefox,pprof,folded,svg",
+        value_delimiter = ','
+    )]
     pub formats: Vec<String>,
     /// Directory for the outputs (removed after each conversion unless --keep).
     #[arg(long, default_value = ".")]
@@ -39,9 +52,40 @@ pub struct ExportArgs {
 
 const THREADS: u32 = 8;
 const NAMES: usize = 64;
+/// Distinct call stacks the samples are drawn from.
+const STACKS: u64 = 4096;
+/// Distinct functions of the synthetic library.
+const FUNCTIONS: u64 = 2000;
+/// Time between two steps of one thread (ns).
+const STEP_NS: u64 = 1_000;
 
-/// Writes `rows` regions: per thread, repeated outer/middle/inner nests.
-fn generate(path: &Path, rows: u64) -> anyhow::Result<()> {
+/// The call stack number `k`, leaf first: 8 to 40 frames whose outer
+/// frames are shared by neighbouring stacks (a tree, as real programs);
+/// stacks that differ in the low 6 bits of `k` differ only near the leaf.
+fn synthetic_stack(k: u64, module: strobe_db::ModuleId) -> Vec<StackFrame> {
+    let depth = 8 + ((k >> 6) * 7) % 33;
+    let mut frames: Vec<StackFrame> = (0..depth)
+        .map(|d| {
+            let shared = k >> (12 - (d * 12 / depth)); // root: 0, leaf: k
+            StackFrame {
+                module: Some(module),
+                rel_pc: 0x1000 + ((shared * 31 + d) % FUNCTIONS) * 0x100,
+            }
+        })
+        .collect();
+    frames.reverse();
+    frames
+}
+
+/// How many of `total` items are due after `step + 1` of `steps` steps.
+fn due(total: u64, step: u64, steps: u64) -> u64 {
+    (total as u128 * (step as u128 + 1) / steps as u128) as u64
+}
+
+/// Writes `rows` regions and `samples` samples spread evenly over the
+/// threads and the run: per thread, repeated outer/middle/inner nests and
+/// samples between them.
+fn generate(path: &Path, rows: u64, samples: u64) -> anyhow::Result<()> {
     let t0 = Instant::now();
     let info = ProcessInfo {
         pid: 4242,
@@ -73,6 +117,37 @@ fn generate(path: &Path, rows: u64) -> anyhow::Result<()> {
             })
         })
         .collect::<Result<_, _>>()?;
+    let tracks: Vec<_> = threads
+        .iter()
+        .map(|t| w.add_track(Some(*t), "samples"))
+        .collect::<Result<_, _>>()?;
+    let module = w.add_module(&ModuleRow {
+        path: "/usr/lib/libsynthetic.so",
+        build_id: Some("5ca1ab1e"),
+        load_address: 0x7f00_0000_0000,
+        size: 0x1000 + FUNCTIONS * 0x100,
+        file_offset: 0,
+        load_ns: Some(1_000),
+    })?;
+    let mut symbols = Vec::new();
+    for j in 0..FUNCTIONS {
+        let frame = w.intern_frame(StackFrame {
+            module: Some(module),
+            rel_pc: 0x1000 + j * 0x100,
+        })?;
+        symbols.push((frame, format!("synthetic::function_{j}")));
+    }
+    let fs: Vec<_> = symbols
+        .iter()
+        .map(|(frame, name)| FrameSymbols {
+            frame: *frame,
+            function: Some(name),
+            file: Some("synthetic.rs"),
+            line: Some(1),
+        })
+        .collect();
+    w.set_frame_symbols(&fs)?;
+    let stacks: Vec<_> = (0..STACKS).map(|k| synthetic_stack(k, module)).collect();
     let ctr = w.add_counter(&CounterInfo {
         name: "queue_depth",
         description: None,
@@ -81,17 +156,27 @@ fn generate(path: &Path, rows: u64) -> anyhow::Result<()> {
         accumulating: false,
         expression: None,
     })?;
-    let mut written = 0u64;
-    let mut i = 0u64;
-    while written < rows {
+    // Per thread and step: up to one nest of three regions, some samples.
+    let per_thread_step = 3 * THREADS as u64;
+    let steps = rows
+        .div_ceil(per_thread_step)
+        .max(samples.div_ceil(THREADS as u64))
+        .max(1);
+    let (mut regions_done, mut samples_done) = (0u64, 0u64);
+    // Each thread's current stack: mostly a neighbour of its last one (as
+    // consecutive samples of a real thread), a new one every 64 samples.
+    let mut current = [0u64; THREADS as usize];
+    for i in 0..steps {
+        let t = 10_000 + i * STEP_NS;
+        let sample_quota = due(samples, i, steps) - samples_done;
         for (k, th) in threads.iter().enumerate() {
-            let t = 10_000 + i * 1_000 + k as u64;
+            let base = t + k as u64;
             // Innermost first: regions complete in end order, as recorded.
-            for (lvl, (s, e)) in [(t + 200, t + 400), (t + 100, t + 600), (t, t + 900)]
+            for (lvl, (s, e)) in [(base + 200, base + 400), (base + 100, base + 600), (base, base + 900)]
                 .into_iter()
                 .enumerate()
             {
-                if written >= rows {
+                if regions_done >= due(rows, i, steps) {
                     break;
                 }
                 w.append_region(&Region {
@@ -104,21 +189,41 @@ fn generate(path: &Path, rows: u64) -> anyhow::Result<()> {
                     correlation_id: None,
                     args: &[],
                 })?;
-                written += 1;
+                regions_done += 1;
             }
         }
-        if i.is_multiple_of(64) {
-            w.append_counter_sample(ctr, None, 10_000 + i * 1_000, (i % 100) as f64)?;
+        for n in 0..sample_quota {
+            let k = (samples_done + n) as usize % THREADS as usize;
+            let n_all = samples_done + n;
+            let hash = n_all.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
+            current[k] = if (n_all / THREADS as u64).is_multiple_of(64) {
+                hash % STACKS
+            } else {
+                current[k] ^ (1 << (hash % 6))
+            };
+            let id = current[k];
+            let ts = t + 950 + n * 40 / sample_quota.max(1);
+            let meta = if (samples_done + n) % 8 == 7 {
+                SampleMeta {
+                    timestamp_ns: ts,
+                    kind: SampleKind::OffCpu,
+                    weight_ns: 20,
+                }
+            } else {
+                SampleMeta::cpu(ts, 4_000_000)
+            };
+            w.append_sample(tracks[k], meta, &stacks[id as usize])?;
         }
-        i += 1;
+        samples_done += sample_quota;
+        if i.is_multiple_of(64) {
+            w.append_counter_sample(ctr, None, t, (i % 100) as f64)?;
+        }
     }
-    w.finish(10_000 + i * 1_000 + 10_000)?;
+    w.finish(10_000 + steps * STEP_NS + 10_000)?;
     let s = t0.elapsed().as_secs_f64();
     println!(
-        "generated {} regions in {:.1} s ({:.0} regions/s), {:.0} MiB",
-        rows,
-        s,
-        rows as f64 / s,
+        "generated {rows} regions and {samples} samples in {s:.1} s ({:.0} rows/s), {:.0} MiB",
+        (rows + samples) as f64 / s,
         std::fs::metadata(path)?.len() as f64 / (1 << 20) as f64
     );
     Ok(())
@@ -130,15 +235,22 @@ fn child(db: &Path, format: &str, out_dir: &Path) -> anyhow::Result<()> {
     let p = strobe_db::Profile::open_files(&[db.to_path_buf()])?;
     let path = out_dir.join(format!("bench{}", f.extension()));
     let file = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&path)?);
+    let fold = strobe_export::folded::FoldOptions::default();
+    use strobe_export::Format as F;
     let events = match f {
-        strobe_export::Format::Perfetto => {
-            strobe_export::perfetto::write_perfetto(&p, file)?.events
-        }
-        strobe_export::Format::Chrome => {
+        F::Perfetto => strobe_export::perfetto::write_perfetto(&p, file)?.events,
+        F::Chrome => {
             let s = strobe_export::chrome::write_chrome(&p, file)?;
-            s.regions + s.instants + s.counters + s.metadata
+            s.regions + s.instants + s.counters + s.metadata + s.sample_frames
         }
-        strobe_export::Format::Csv => {
+        F::Firefox => {
+            let s = strobe_export::firefox::write_firefox(&p, file)?;
+            s.samples + s.markers
+        }
+        F::Pprof => strobe_export::pprof::write_pprof(&p, file)?.samples,
+        F::Folded => strobe_export::folded::write_folded(&p, fold, file)?,
+        F::Svg => strobe_export::folded::write_flamegraph(&p, fold, "bench", file)?,
+        F::Csv => {
             drop(file);
             std::fs::remove_file(&path)?;
             strobe_export::csv::write_csv(&p, out_dir, "bench")?
@@ -146,10 +258,6 @@ fn child(db: &Path, format: &str, out_dir: &Path) -> anyhow::Result<()> {
                 .map(|(_, n)| *n)
                 .sum()
         }
-        other => bail!(
-            "the export benchmark converts pftrace, json or csv, not {}",
-            other.name()
-        ),
     };
     println!("events {events}");
     Ok(())
@@ -199,9 +307,12 @@ pub fn run(a: ExportArgs) -> anyhow::Result<()> {
     if let Some(f) = &a.child {
         return child(&a.db, f, &a.out_dir);
     }
+    for f in &a.formats {
+        f.parse::<strobe_export::Format>()?;
+    }
     std::fs::create_dir_all(&a.out_dir)?;
     if !a.db.exists() {
-        generate(&a.db, a.rows)?;
+        generate(&a.db, a.rows, a.samples)?;
     } else {
         println!("reusing {}", a.db.display());
     }

@@ -24,6 +24,7 @@ pub mod format;
 pub mod perfetto;
 pub mod pprof;
 mod runsort;
+pub mod samples;
 pub mod source;
 
 pub use error::{ExportError, Result};
