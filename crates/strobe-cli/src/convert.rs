@@ -6,7 +6,9 @@
 //! and the report lines; every conversion is
 //! strobe-export's. Outputs are written to `<name>.partial` and renamed
 //! when complete, so a failed conversion never leaves a truncated file
-//! under the final name. It never modifies an input.
+//! under the final name; a conversion still running after a second shows
+//! a progress line (bytes written, time) on a terminal. It never modifies
+//! an input.
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -119,8 +121,82 @@ fn apply_window(p: &mut Profile, a: &ConvertArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn count(p: &Profile, view: &str) -> anyhow::Result<u64> {
-    Ok(strobe_export::source::count(p, view)?)
+/// Whether the view has a row (in the window): the first row ends the
+/// scan, where a count reads them all.
+fn has_rows(p: &Profile, view: &str) -> anyhow::Result<bool> {
+    let sql = format!("SELECT EXISTS (SELECT 1 FROM \"{view}\")");
+    Ok(p.connection()
+        .query_row(&sql, [], |r| r.get(0))
+        .with_context(|| format!("reading {view}"))?)
+}
+
+/// A progress line for a conversion that lasts over a second: the bytes
+/// written so far to the output files (read from the files themselves,
+/// so no exporter reports anything) and the elapsed time, on a terminal
+/// only; cleared when dropped.
+struct Progress {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Progress {
+    fn start(label: String, files: Vec<PathBuf>) -> Progress {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let t0 = Instant::now();
+            let tick = std::time::Duration::from_millis(100);
+            while t0.elapsed().as_secs() < 1 {
+                if flag.load(Ordering::Relaxed) {
+                    return;
+                }
+                std::thread::sleep(tick);
+            }
+            let bar = indicatif::ProgressBar::new_spinner();
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} writing {msg} ({elapsed})")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+            );
+            while !flag.load(Ordering::Relaxed) {
+                let bytes: u64 = files
+                    .iter()
+                    .filter_map(|f| std::fs::metadata(f).ok())
+                    .map(|m| m.len())
+                    .sum();
+                bar.set_message(format!("{label}: {:.1} MiB", bytes as f64 / 1048576.0));
+                bar.tick();
+                std::thread::sleep(tick);
+            }
+            bar.finish_and_clear();
+        });
+        Progress {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The file (or files, for CSV) a format writes, `.partial` names included.
+fn output_files(dir: &Path, stem: &str, f: Format) -> Vec<PathBuf> {
+    if f == Format::Csv {
+        return strobe_export::csv::TABLES
+            .iter()
+            .map(|t| dir.join(format!("{stem}_{t}.csv")))
+            .collect();
+    }
+    let path = dir.join(format!("{stem}{}", f.extension()));
+    let partial = dir.join(format!("{stem}{}.partial", f.extension()));
+    vec![path, partial]
 }
 
 /// Writes through `<path>.partial`, renamed to `path` on success.
@@ -173,6 +249,7 @@ pub fn run(mut a: ConvertArgs) -> anyhow::Result<()> {
     if let Some(d) = &a.diff {
         return run_diff(&a, &fmts, &d[0], &d[1], fold);
     }
+    let opened = Instant::now();
     let mut p = Profile::open(&a.inputs)?;
     apply_window(&mut p, &a)?;
     let stem = a.output.clone().unwrap_or_else(|| {
@@ -183,12 +260,7 @@ pub fn run(mut a: ConvertArgs) -> anyhow::Result<()> {
             .unwrap_or("strobe")
             .to_string()
     });
-    let (regions, samples, counters) = (
-        count(&p, "regions")?,
-        count(&p, "samples")?,
-        count(&p, "strobe_counters")?,
-    );
-    if regions + samples + counters == 0 {
+    if !has_rows(&p, "regions")? && !has_rows(&p, "samples")? && !has_rows(&p, "strobe_counters")? {
         bail!(
             "{}: no regions, samples or counters{} (was the program profiled with `strobe sample`, or did it exit before writing?)",
             a.inputs.join(" "),
@@ -199,9 +271,11 @@ pub fn run(mut a: ConvertArgs) -> anyhow::Result<()> {
             }
         );
     }
-    for f in fmts {
-        let t0 = Instant::now();
+    for (k, f) in fmts.into_iter().enumerate() {
+        // The first conversion's time includes opening the inputs.
+        let t0 = if k == 0 { opened } else { Instant::now() };
         let path = a.dir.join(format!("{stem}{}", f.extension()));
+        let progress = Progress::start(f.name().to_string(), output_files(&a.dir, &stem, f));
         let what = match f {
             Format::Perfetto => {
                 let s = with_file(&path, |w| strobe_export::perfetto::write_perfetto(&p, w))?;
@@ -244,6 +318,7 @@ pub fn run(mut a: ConvertArgs) -> anyhow::Result<()> {
             }
             Format::Csv => {
                 let files = strobe_export::csv::write_csv(&p, &a.dir, &stem)?;
+                drop(progress);
                 let list: Vec<String> = files
                     .iter()
                     .map(|(f, n)| {
@@ -261,6 +336,7 @@ pub fn run(mut a: ConvertArgs) -> anyhow::Result<()> {
                 continue;
             }
         };
+        drop(progress);
         eprintln!(
             "wrote {} ({what}) in {:.2} s",
             path.display(),

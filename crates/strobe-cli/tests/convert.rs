@@ -47,6 +47,7 @@ fn many_databases_many_formats() {
         "run.firefox.json",
         "run_regions.csv",
         "run_samples.csv",
+        "run_stacks.csv",
         "run_threads.csv",
         "run_processes.csv",
         "run_counters.csv",

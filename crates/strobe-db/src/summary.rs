@@ -276,15 +276,18 @@ pub fn time_kind(p: &Profile) -> Result<crate::SampleKind> {
     let path = p.files().first().cloned().unwrap_or_default();
     // The category string is interned with a kind's first sample: where it
     // is missing (the common case for real-time samples) no scan is needed.
+    // Two queries: SQLite evaluates both sides of an `AND` of EXISTS, and
+    // the second scans every sample when the kind is absent.
     let has = |kind: crate::SampleKind| -> Result<bool> {
-        p.connection()
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM rocpd_string WHERE string = ?1) \
-                 AND EXISTS (SELECT 1 FROM strobe_samples WHERE kind = ?1)",
-                [kind.category()],
-                |r| r.get(0),
-            )
-            .at(&path)
+        let exists = |sql: &str| -> Result<bool> {
+            p.connection()
+                .query_row(sql, [kind.category()], |r| r.get(0))
+                .at(&path)
+        };
+        Ok(
+            exists("SELECT EXISTS (SELECT 1 FROM rocpd_string WHERE string = ?1)")?
+                && exists("SELECT EXISTS (SELECT 1 FROM strobe_samples WHERE kind = ?1)")?,
+        )
     };
     Ok(
         if has(crate::SampleKind::Wall)? && !has(crate::SampleKind::Cpu)? {

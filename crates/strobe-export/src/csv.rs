@@ -1,28 +1,47 @@
-//! CSV output: one file per table or view, with a header row.
+//! CSV output: one file per table, with a header row.
 //!
-//! Owns [`write_csv`] (regions, samples with their kind, weight and folded
-//! stacks, threads, processes, counters, top) and [`write_query_csv`] (any query, streamed
-//! row by row). Fields are quoted per RFC 4180 when needed. It never holds
-//! a table in memory.
+//! Owns [`write_csv`] and [`write_query_csv`] (any query, streamed row by
+//! row). The large tables are compact: rows carry a process number (the
+//! `process` column of `NAME_processes.csv`), OS ids, names and numbers;
+//! a sample names its call stack by id, and each stack is written once, in
+//! `NAME_stacks.csv` (leaf and folded frames). Regions and samples are
+//! read from the exporters' time-ordered streams, interleaved, so that
+//! both are read and sorted at once. Fields are quoted per RFC 4180 when
+//! needed. It never holds a table in memory (the set of stacks seen
+//! excepted: it grows with distinct stacks, never with samples).
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use strobe_db::{Profile, Value};
 
 use crate::error::{ExportError, Result};
 use crate::source;
 
-/// The tables written by [`write_csv`], with their queries.
-pub const CSV_TABLES: &[(&str, &str)] = &[
-    ("regions", "SELECT guid, pid, tid, category, name, start, \"end\", duration, corr_id FROM regions ORDER BY start, \"end\" DESC"),
-    ("threads", "SELECT guid, hostname, pid, tid, name, start, \"end\" FROM threads ORDER BY pid, tid"),
-    ("processes", "SELECT guid, hostname, machine_id, ppid, pid, init, start, \"end\", fini, command FROM processes ORDER BY start"),
+/// The small tables [`write_csv`] writes by query (the `process` number
+/// is added in front), and the rocpd `top` view as is.
+const QUERY_TABLES: &[(&str, &str)] = &[
+    ("processes", "SELECT guid, hostname, machine_id, ppid, pid, init, start, \"end\", fini, command FROM processes ORDER BY start, guid"),
+    ("threads", "SELECT guid, pid, tid, name, start, \"end\" FROM threads ORDER BY pid, tid"),
     ("counters", "SELECT guid, pid, tid, name, units, timestamp, value FROM strobe_counters ORDER BY timestamp"),
-    ("top", "SELECT name, total_calls, total_duration, average, percentage FROM top"),
 ];
+
+/// Every table [`write_csv`] writes, in order (`<stem>_<table>.csv`).
+pub const TABLES: &[&str] = &[
+    "processes", "threads", "regions", "samples", "stacks", "counters", "top",
+];
+
+/// Headers of the tables written from streams.
+const REGIONS_HEADER: &str = "process,pid,tid,category,name,start,end,duration,corr_id\n";
+const SAMPLES_HEADER: &str = "process,pid,tid,timestamp,kind,weight_ns,stack\n";
+const STACKS_HEADER: &str = "process,stack,leaf,frames\n";
+
+/// Rows read from one stream before switching to the other.
+const TURN: usize = 4096;
 
 fn field(out: &mut impl Write, s: &str) -> std::io::Result<()> {
     if s.contains([',', '"', '\n', '\r']) {
@@ -91,60 +110,254 @@ pub fn write_query_csv(p: &Profile, sql: &str, path: &Path) -> Result<u64> {
     Ok(n)
 }
 
-/// Writes the samples with their kind (`sample`, `wall_sample`,
-/// `off_cpu`), weight (ns; 0 where the database recorded none) and stack
-/// (`frame;…;leaf`, outermost first).
-fn write_samples_csv(p: &Profile, path: &Path) -> Result<u64> {
-    let mut out = create(path)?;
-    let w = |e| ExportError::Write {
-        path: path.to_path_buf(),
-        error: e,
-    };
-    out.write_all(b"guid,pid,tid,timestamp,kind,weight_ns,track,leaf,stack\n")
-        .map_err(w)?;
-    let mut n = 0;
-    let mut stack = String::new();
-    for s in p.samples()? {
-        let s = s?;
-        stack.clear();
-        for (k, f) in s.frames.iter().rev().enumerate() {
-            if k > 0 {
-                stack.push(';');
-            }
-            stack.push_str(&source::frame_name(f));
-        }
-        let leaf = s.frames.first().map(source::frame_name).unwrap_or_default();
-        (|| {
-            write!(out, "{},{},{},{},", s.guid, s.pid, s.tid, s.timestamp)?;
-            field(&mut out, &s.kind)?;
-            write!(out, ",{},", s.weight_ns)?;
-            field(&mut out, s.track.as_deref().unwrap_or(""))?;
-            out.write_all(b",")?;
-            field(&mut out, &leaf)?;
-            out.write_all(b",")?;
-            field(&mut out, &stack)?;
-            out.write_all(b"\n")
-        })()
-        .map_err(w)?;
-        n += 1;
-    }
-    out.flush().map_err(w)?;
-    Ok(n)
+/// An output file with its path, for errors that name it.
+struct Out {
+    path: PathBuf,
+    w: BufWriter<File>,
+    rows: u64,
 }
 
-/// Writes one CSV file per table into `dir`, named `<stem>_<table>.csv`;
-/// returns the files with their row counts.
+impl Out {
+    fn create(path: PathBuf, header: &str) -> Result<Out> {
+        let mut o = Out {
+            w: create(&path)?,
+            path,
+            rows: 0,
+        };
+        o.io(|w| w.write_all(header.as_bytes()))?;
+        Ok(o)
+    }
+
+    fn io(&mut self, f: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>) -> Result<()> {
+        f(&mut self.w).map_err(|e| ExportError::Write {
+            path: self.path.clone(),
+            error: e,
+        })
+    }
+
+    fn finish(mut self) -> Result<(PathBuf, u64)> {
+        self.io(|w| w.flush())?;
+        Ok((self.path, self.rows))
+    }
+}
+
+/// Writes integers without the formatting machinery.
+fn int(w: &mut impl Write, v: i64) -> std::io::Result<()> {
+    w.write_all(itoa::Buffer::new().format(v).as_bytes())
+}
+
+/// Process numbers: 1, 2, … in `NAME_processes.csv` order, by guid (the
+/// last one looked up is remembered by pointer: rows come in runs).
+struct ProcessNumbers {
+    by_guid: HashMap<String, i64>,
+    last: Option<(Arc<str>, i64)>,
+}
+
+impl ProcessNumbers {
+    fn new(p: &Profile) -> Result<ProcessNumbers> {
+        let by_guid = source::processes(p)?
+            .into_iter()
+            .enumerate()
+            .map(|(k, pr)| (pr.guid, k as i64 + 1))
+            .collect();
+        Ok(ProcessNumbers {
+            by_guid,
+            last: None,
+        })
+    }
+
+    fn of_str(&self, guid: &str) -> i64 {
+        self.by_guid.get(guid).copied().unwrap_or(0)
+    }
+
+    fn of(&mut self, guid: &Arc<str>) -> i64 {
+        if let Some((g, n)) = &self.last {
+            if Arc::ptr_eq(g, guid) {
+                return *n;
+            }
+        }
+        let n = self.of_str(guid);
+        self.last = Some((guid.clone(), n));
+        n
+    }
+}
+
+fn write_region(o: &mut Out, process: i64, r: &source::RegionRow) -> Result<()> {
+    o.rows += 1;
+    o.io(|w| {
+        int(w, process)?;
+        w.write_all(b",")?;
+        int(w, r.pid)?;
+        w.write_all(b",")?;
+        int(w, r.tid)?;
+        w.write_all(b",")?;
+        field(w, r.category.as_deref().unwrap_or(""))?;
+        w.write_all(b",")?;
+        field(w, &r.name)?;
+        w.write_all(b",")?;
+        int(w, r.start)?;
+        w.write_all(b",")?;
+        int(w, r.end)?;
+        w.write_all(b",")?;
+        int(w, r.end - r.start)?;
+        w.write_all(b",")?;
+        if let Some(c) = r.corr_id {
+            int(w, c)?;
+        }
+        w.write_all(b"\n")
+    })
+}
+
+fn write_sample(o: &mut Out, process: i64, s: &crate::samples::SampleEvent) -> Result<()> {
+    o.rows += 1;
+    o.io(|w| {
+        int(w, process)?;
+        w.write_all(b",")?;
+        int(w, s.pid)?;
+        w.write_all(b",")?;
+        int(w, s.tid)?;
+        w.write_all(b",")?;
+        int(w, s.timestamp)?;
+        w.write_all(b",")?;
+        w.write_all(s.kind.category().as_bytes())?;
+        w.write_all(b",")?;
+        w.write_all(itoa::Buffer::new().format(s.weight_ns).as_bytes())?;
+        w.write_all(b",")?;
+        if let Some(id) = s.stack_id {
+            int(w, id)?;
+        }
+        w.write_all(b"\n")
+    })
+}
+
+/// Writes each stack the samples named once: its leaf and its frames,
+/// outermost first, joined by `;`.
+fn write_stacks(
+    p: &Profile,
+    guids: &HashMap<i64, Arc<str>>,
+    stacks: &[(i64, i64)],
+    path: PathBuf,
+) -> Result<(PathBuf, u64)> {
+    let mut o = Out::create(path, STACKS_HEADER)?;
+    let mut text = String::new();
+    for &(process, id) in stacks {
+        let guid = guids.get(&process).map_or("", |g| &**g);
+        let frames = p.resolve_stack(guid, id)?;
+        text.clear();
+        for (k, f) in frames.iter().rev().enumerate() {
+            if k > 0 {
+                text.push(';');
+            }
+            text.push_str(&source::frame_name(f));
+        }
+        let leaf = frames.first().map(source::frame_name).unwrap_or_default();
+        o.rows += 1;
+        o.io(|w| {
+            int(w, process)?;
+            w.write_all(b",")?;
+            int(w, id)?;
+            w.write_all(b",")?;
+            field(w, &leaf)?;
+            w.write_all(b",")?;
+            field(w, &text)?;
+            w.write_all(b"\n")
+        })?;
+    }
+    o.finish()
+}
+
+/// Writes a small table by query with the process number in front (the
+/// query's first column is the guid, which stays in `processes` only).
+fn write_numbered(p: &Profile, numbers: &ProcessNumbers, table: &str, sql: &str, path: PathBuf) -> Result<(PathBuf, u64)> {
+    let out = RefCell::new(create(&path)?);
+    let io_err: RefCell<Option<std::io::Error>> = RefCell::new(None);
+    let keep_guid = table == "processes";
+    let line = |process: &str, vals: &mut dyn Iterator<Item = String>| {
+        let mut o = out.borrow_mut();
+        let r = (|| {
+            field(&mut *o, process)?;
+            for (k, v) in vals.enumerate() {
+                if k == 0 && !keep_guid {
+                    continue;
+                }
+                o.write_all(b",")?;
+                field(&mut *o, &v)?;
+            }
+            o.write_all(b"\n")
+        })();
+        if let Err(e) = r {
+            io_err.borrow_mut().get_or_insert(e);
+        }
+    };
+    let n = p.query_each(
+        sql,
+        &mut |cols| line("process", &mut cols.iter().cloned()),
+        &mut |row| {
+            let guid = match &row[0] {
+                Value::Text(g) => g.as_str(),
+                _ => "",
+            };
+            line(&numbers.of_str(guid).to_string(), &mut row.iter().map(value_text));
+            Ok(())
+        },
+    )?;
+    let w = |e| ExportError::Write {
+        path: path.clone(),
+        error: e,
+    };
+    if let Some(e) = io_err.into_inner() {
+        return Err(w(e));
+    }
+    out.into_inner().flush().map_err(w)?;
+    Ok((path, n))
+}
+
+/// Writes one CSV file per table into `dir`, named `<stem>_<table>.csv`
+/// (processes, threads, regions, samples, stacks, counters, top; see
+/// docs/exports.md); returns the files with their row counts.
 pub fn write_csv(p: &Profile, dir: &Path, stem: &str) -> Result<Vec<(PathBuf, u64)>> {
+    let file = |table: &str| dir.join(format!("{stem}_{table}.csv"));
+    let mut numbers = ProcessNumbers::new(p)?;
     let mut files = Vec::new();
-    for (table, sql) in CSV_TABLES {
-        let path = dir.join(format!("{stem}_{table}.csv"));
-        let n = write_query_csv(p, sql, &path)?;
-        files.push((path, n));
-        if *table == "regions" {
-            let path = dir.join(format!("{stem}_samples.csv"));
-            let n = write_samples_csv(p, &path)?;
-            files.push((path, n));
+    for (table, sql) in &QUERY_TABLES[..2] {
+        files.push(write_numbered(p, &numbers, table, sql, file(table))?);
+    }
+    let mut regions_out = Out::create(file("regions"), REGIONS_HEADER)?;
+    let mut samples_out = Out::create(file("samples"), SAMPLES_HEADER)?;
+    let mut stacks: std::collections::HashSet<(i64, i64), crate::perfetto::Fast> = Default::default();
+    let mut guids: HashMap<i64, Arc<str>> = HashMap::new();
+    let mut regions = source::regions(p)?.peekable();
+    let mut samples = crate::samples::samples(p)?.peekable();
+    while regions.peek().is_some() || samples.peek().is_some() {
+        for r in regions.by_ref().take(TURN) {
+            let r = r?;
+            let n = numbers.of(&r.guid);
+            write_region(&mut regions_out, n, &r)?;
+        }
+        for s in samples.by_ref().take(TURN) {
+            let s = s?;
+            let n = numbers.of(&s.guid);
+            if let Some(id) = s.stack_id {
+                if stacks.insert((n, id)) {
+                    guids.entry(n).or_insert_with(|| s.guid.clone());
+                }
+            }
+            write_sample(&mut samples_out, n, &s)?;
         }
     }
+    files.push(regions_out.finish()?);
+    files.push(samples_out.finish()?);
+    let mut stacks: Vec<(i64, i64)> = stacks.into_iter().collect();
+    stacks.sort_unstable();
+    files.push(write_stacks(p, &guids, &stacks, file("stacks"))?);
+    let (table, sql) = QUERY_TABLES[2];
+    files.push(write_numbered(p, &numbers, table, sql, file(table))?);
+    let top = file("top");
+    let n = write_query_csv(
+        p,
+        "SELECT name, total_calls, total_duration, average, percentage FROM top",
+        &top,
+    )?;
+    files.push((top, n));
     Ok(files)
 }

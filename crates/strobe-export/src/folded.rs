@@ -89,8 +89,8 @@ fn fold(p: &Profile, opt: FoldOptions) -> Result<Folded> {
         samples: 0,
     };
     let mut line = String::new();
-    for g in source::sample_groups(p, period)? {
-        let g = g?;
+    let mut stacks = crate::samples::StackCache::default();
+    for g in crate::samples::groups(p, period)? {
         let on = g.samples > 0;
         let off = opt.off_cpu && g.off_cpu_samples > 0;
         if !on && !off {
@@ -98,19 +98,19 @@ fn fold(p: &Profile, opt: FoldOptions) -> Result<Folded> {
         }
         line.clear();
         if opt.per_process || opt.per_thread {
-            line.push_str(pname.get(&g.guid).map(String::as_str).unwrap_or("process"));
+            line.push_str(pname.get(&*g.guid).map(String::as_str).unwrap_or("process"));
             line.push(';');
         }
         if opt.per_thread {
-            match tname.get(&(g.guid.clone(), g.tid)) {
+            match tname.get(&(g.guid.to_string(), g.tid)) {
                 Some(t) => line.push_str(t),
                 None => line.push_str(&format!("thread (tid {})", g.tid)),
             }
             line.push(';');
         }
         let frames = match g.stack_id {
-            Some(s) => p.resolve_stack(&g.guid, s)?,
-            None => Vec::new(),
+            Some(s) => stacks.get(p, &g.guid, s)?,
+            None => std::sync::Arc::from(Vec::new()),
         };
         if frames.is_empty() {
             line.push_str("[no stack]");

@@ -236,20 +236,21 @@ pub fn write_pprof<W: Write>(p: &Profile, out: W) -> Result<PprofStats> {
     let mut mappings: HashMap<(String, Arc<str>), u64> = HashMap::new();
     let mut functions: HashMap<String, u64> = HashMap::new();
     let mut locations: HashMap<source::FrameKey, u64> = HashMap::new();
-    let groups = source::sample_groups(p, period)?;
+    let groups = crate::samples::groups(p, period)?;
     let mut st = PprofStats {
         period_ns: period,
         ..Default::default()
     };
+    let mut stacks = crate::samples::StackCache::default();
     for g in groups {
-        let g = g?;
-        let (guid, pid, tid, stack) = (g.guid, g.pid, g.tid, g.stack_id);
+        let (pid, tid, stack) = (g.pid, g.tid, g.stack_id);
+        let guid = g.guid.to_string();
         let frames = match stack {
-            Some(id) => p.resolve_stack(&guid, id)?,
-            None => Vec::new(),
+            Some(id) => stacks.get(p, &g.guid, id)?,
+            None => std::sync::Arc::from(Vec::new()),
         };
         let mut loc_ids = Vec::with_capacity(frames.len());
-        for f in &frames {
+        for f in frames.iter() {
             let key = (guid.clone(), f.module.clone(), f.rel_pc, f.function.clone());
             let id = match locations.get(&key) {
                 Some(i) => *i,

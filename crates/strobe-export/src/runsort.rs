@@ -1,6 +1,7 @@
-//! External merge sort of fixed-size region records.
+//! External merge sort of fixed-size records (regions, samples).
 //!
-//! Owns [`RunSorter`]: records are collected into a bounded in-memory
+//! Owns [`RunSorter`] and the [`Record`] encoding it spills: records are
+//! collected into a bounded in-memory
 //! chunk, each full chunk is sorted and written as a run to an anonymous
 //! temporary file, and [`RunSorter::finish`] returns an iterator that
 //! merges the runs (or yields the single in-memory chunk). Memory is the
@@ -26,15 +27,51 @@ pub(crate) struct Rec {
     pub event_id: i64,
 }
 
-const REC_BYTES: usize = 7 * 8;
+/// A fixed-size record the sorter can spill: an order key and a
+/// little-endian encoding of `WORDS` 64-bit words.
+pub(crate) trait Record: Copy {
+    /// The sort key.
+    type Key: Ord + Copy;
+    /// 64-bit words of the encoding.
+    const WORDS: usize;
+    /// The sort key of this record.
+    fn key(&self) -> Self::Key;
+    /// The record as words.
+    fn words(&self) -> [i64; 8];
+    /// The record from words.
+    fn from_words(w: &[i64; 8]) -> Self;
 
-impl Rec {
-    fn key(&self) -> (i64, Reverse<i64>) {
+    fn write(&self, out: &mut impl Write) -> std::io::Result<()> {
+        let mut b = [0u8; 64];
+        for (k, v) in self.words()[..Self::WORDS].iter().enumerate() {
+            b[k * 8..k * 8 + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        out.write_all(&b[..Self::WORDS * 8])
+    }
+
+    fn read(inp: &mut impl Read) -> std::io::Result<Option<Self>> {
+        let mut b = [0u8; 64];
+        match inp.read_exact(&mut b[..Self::WORDS * 8]) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        let mut w = [0i64; 8];
+        for (k, v) in w[..Self::WORDS].iter_mut().enumerate() {
+            *v = i64::from_le_bytes(b[k * 8..k * 8 + 8].try_into().expect("8 bytes"));
+        }
+        Ok(Some(Self::from_words(&w)))
+    }
+}
+
+impl Record for Rec {
+    type Key = (i64, Reverse<i64>);
+    const WORDS: usize = 7;
+    fn key(&self) -> Self::Key {
         (self.start, Reverse(self.end))
     }
-    fn write(&self, out: &mut impl Write) -> std::io::Result<()> {
-        let mut b = [0u8; REC_BYTES];
-        for (k, v) in [
+    fn words(&self) -> [i64; 8] {
+        [
             self.start,
             self.end,
             self.tid,
@@ -42,44 +79,32 @@ impl Rec {
             self.category_id,
             self.corr_id,
             self.event_id,
+            0,
         ]
-        .into_iter()
-        .enumerate()
-        {
-            b[k * 8..k * 8 + 8].copy_from_slice(&v.to_le_bytes());
-        }
-        out.write_all(&b)
     }
-    fn read(inp: &mut impl Read) -> std::io::Result<Option<Rec>> {
-        let mut b = [0u8; REC_BYTES];
-        match inp.read_exact(&mut b) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-            Err(e) => return Err(e),
+    fn from_words(v: &[i64; 8]) -> Self {
+        Rec {
+            start: v[0],
+            end: v[1],
+            tid: v[2],
+            name_id: v[3],
+            category_id: v[4],
+            corr_id: v[5],
+            event_id: v[6],
         }
-        let v = |k: usize| i64::from_le_bytes(b[k * 8..k * 8 + 8].try_into().expect("8 bytes"));
-        Ok(Some(Rec {
-            start: v(0),
-            end: v(1),
-            tid: v(2),
-            name_id: v(3),
-            category_id: v(4),
-            corr_id: v(5),
-            event_id: v(6),
-        }))
     }
 }
 
-/// Records per in-memory chunk (about 14 MiB).
+/// Records per in-memory chunk (at most 16 MiB).
 pub(crate) const CHUNK: usize = 256 * 1024;
 
 /// Collects records and sorts them with bounded memory.
-pub(crate) struct RunSorter {
-    chunk: Vec<Rec>,
+pub(crate) struct RunSorter<R: Record = Rec> {
+    chunk: Vec<R>,
     runs: Vec<File>,
 }
 
-impl RunSorter {
+impl<R: Record> RunSorter<R> {
     pub fn new() -> Self {
         RunSorter {
             chunk: Vec::new(),
@@ -87,7 +112,7 @@ impl RunSorter {
         }
     }
 
-    pub fn push(&mut self, r: Rec) -> std::io::Result<()> {
+    pub fn push(&mut self, r: R) -> std::io::Result<()> {
         if self.chunk.capacity() == 0 {
             self.chunk.reserve_exact(CHUNK);
         }
@@ -99,7 +124,7 @@ impl RunSorter {
     }
 
     fn spill(&mut self) -> std::io::Result<()> {
-        self.chunk.sort_unstable_by_key(Rec::key);
+        self.chunk.sort_unstable_by_key(R::key);
         let mut f = BufWriter::with_capacity(1 << 16, tempfile::tempfile()?);
         for r in &self.chunk {
             r.write(&mut f)?;
@@ -112,9 +137,9 @@ impl RunSorter {
     }
 
     /// The records in order.
-    pub fn finish(mut self) -> std::io::Result<Sorted> {
+    pub fn finish(mut self) -> std::io::Result<Sorted<R>> {
         if self.runs.is_empty() {
-            self.chunk.sort_unstable_by_key(Rec::key);
+            self.chunk.sort_unstable_by_key(R::key);
             return Ok(Sorted::Memory(self.chunk.into_iter()));
         }
         if !self.chunk.is_empty() {
@@ -128,7 +153,7 @@ impl RunSorter {
             .collect();
         let mut heap = BinaryHeap::with_capacity(readers.len());
         for (k, r) in readers.iter_mut().enumerate() {
-            if let Some(rec) = Rec::read(r)? {
+            if let Some(rec) = R::read(r)? {
                 heap.push(Reverse((rec.key(), k, HeapRec(rec))));
             }
         }
@@ -138,45 +163,49 @@ impl RunSorter {
 
 /// Wrapper so records can ride in the heap without taking part in the order.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct HeapRec(Rec);
-impl PartialEq for HeapRec {
+pub(crate) struct HeapRec<R>(R);
+impl<R> PartialEq for HeapRec<R> {
     fn eq(&self, _: &Self) -> bool {
         true
     }
 }
-impl Eq for HeapRec {}
-impl PartialOrd for HeapRec {
+impl<R> Eq for HeapRec<R> {}
+impl<R> PartialOrd for HeapRec<R> {
     fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(o))
     }
 }
-impl Ord for HeapRec {
+impl<R> Ord for HeapRec<R> {
     fn cmp(&self, _: &Self) -> std::cmp::Ordering {
         std::cmp::Ordering::Equal
     }
 }
 
-type HeapEntry = Reverse<((i64, Reverse<i64>), usize, HeapRec)>;
+type HeapEntry<R> = Reverse<(<R as Record>::Key, usize, HeapRec<R>)>;
 
 /// Sorted records: from memory or merged from runs.
-pub(crate) enum Sorted {
-    Memory(std::vec::IntoIter<Rec>),
+pub(crate) enum Sorted<R: Record> {
+    Memory(std::vec::IntoIter<R>),
     Merge {
         readers: Vec<BufReader<File>>,
-        heap: BinaryHeap<HeapEntry>,
+        heap: BinaryHeap<HeapEntry<R>>,
     },
 }
 
-impl Iterator for Sorted {
-    type Item = std::io::Result<Rec>;
+impl<R: Record> Iterator for Sorted<R> {
+    type Item = std::io::Result<R>;
     fn next(&mut self) -> Option<Self::Item> {
         match self {
             Sorted::Memory(it) => it.next().map(Ok),
             Sorted::Merge { readers, heap } => {
-                let Reverse((_, k, HeapRec(rec))) = heap.pop()?;
-                match Rec::read(&mut readers[k]) {
-                    Ok(Some(n)) => heap.push(Reverse((n.key(), k, HeapRec(n)))),
-                    Ok(None) => {}
+                // Replace the top in place (one sift) rather than pop + push.
+                let mut top = heap.peek_mut()?;
+                let Reverse((_, k, HeapRec(rec))) = *top;
+                match R::read(&mut readers[k]) {
+                    Ok(Some(n)) => *top = Reverse((n.key(), k, HeapRec(n))),
+                    Ok(None) => {
+                        std::collections::binary_heap::PeekMut::pop(top);
+                    }
                     Err(e) => return Some(Err(e)),
                 }
                 Some(Ok(rec))

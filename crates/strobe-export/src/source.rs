@@ -147,20 +147,6 @@ pub fn modules(p: &Profile) -> Result<Vec<ModuleRow>> {
     Ok(rows.collect::<std::result::Result<_, _>>()?)
 }
 
-/// Counts rows of a view (for statistics and empty-input checks).
-pub fn count(p: &Profile, view: &str) -> Result<u64> {
-    let n: i64 = p
-        .connection()
-        .query_row(&format!("SELECT COUNT(*) FROM \"{view}\""), [], |r| {
-            r.get(0)
-        })
-        .map_err(|e| strobe_db::DbError::Query {
-            message: e.to_string(),
-            sql: format!("SELECT COUNT(*) FROM {view}"),
-        })?;
-    Ok(n as u64)
-}
-
 /// One region row as the per-process query returns it (row ids unresolved).
 struct RawRegion {
     tid: i64,
@@ -273,7 +259,7 @@ pub struct Regions<'p> {
     sets: Vec<SetStream<'p>>,
 }
 
-fn qerr(sql: &str) -> impl Fn(strobe_db::rusqlite::Error) -> strobe_db::DbError + '_ {
+pub(crate) fn qerr(sql: &str) -> impl Fn(strobe_db::rusqlite::Error) -> strobe_db::DbError + '_ {
     move |e| strobe_db::DbError::Query {
         message: e.to_string(),
         sql: sql.to_string(),
@@ -351,10 +337,15 @@ fn region_query(
     ))
 }
 
-/// The middle row id of a large region table: a split point for two
-/// reader threads. `None` for small tables, where one is enough.
-fn split_point(conn: &strobe_db::rusqlite::Connection, sc: &str, sf: &str) -> Result<Option<i64>> {
-    let sql = format!("SELECT MAX(rowid) FROM \"{sc}\".\"rocpd_region{sf}\"");
+/// The middle row id of a large table (`table`, suffix included): a
+/// split point for two reader threads. `None` for small tables, where one
+/// is enough.
+pub(crate) fn split_point(
+    conn: &strobe_db::rusqlite::Connection,
+    sc: &str,
+    table: &str,
+) -> Result<Option<i64>> {
+    let sql = format!("SELECT MAX(rowid) FROM \"{sc}\".\"{table}\"");
     let max: Option<i64> = conn.query_row(&sql, [], |r| r.get(0)).map_err(qerr(&sql))?;
     Ok(max.filter(|m| *m > 100_000).map(|m| m / 2))
 }
@@ -386,9 +377,7 @@ fn reader_thread(
     tx: BatchTx,
 ) {
     let run = || -> std::result::Result<(), strobe_db::DbError> {
-        let conn = strobe_db::rusqlite::Connection::open_in_memory().map_err(qerr("open"))?;
-        let att = format!("ATTACH DATABASE ?1 AS \"{sc}\"");
-        conn.execute(&att, [ro_uri(&file)]).map_err(qerr(&att))?;
+        let conn = open_attached(&file, &sc)?;
         let args_table = prepare_args(&conn, &sc, &sf).map_err(|e| match e {
             crate::error::ExportError::Db(d) => d,
             other => strobe_db::DbError::Query {
@@ -469,6 +458,40 @@ fn reader_thread(
     }
 }
 
+/// The file behind each schema of the connection (attach alias → path),
+/// for reader threads that open their own connections.
+pub(crate) fn attached_files(
+    conn: &strobe_db::rusqlite::Connection,
+) -> Result<HashMap<String, String>> {
+    let mut files = HashMap::new();
+    let sql = "PRAGMA database_list";
+    let mut st = conn.prepare(sql).map_err(qerr(sql))?;
+    let rows = st
+        .query_map([], |r| {
+            Ok((r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?))
+        })
+        .map_err(qerr(sql))?;
+    for r in rows {
+        let (name, file) = r.map_err(qerr(sql))?;
+        if let Some(f) = file.filter(|f| !f.is_empty()) {
+            files.insert(name, f);
+        }
+    }
+    Ok(files)
+}
+
+/// A read-only connection of its own to `file`, attached as `schema` (so
+/// suffixed table names read as on the profile's connection).
+pub(crate) fn open_attached(
+    file: &str,
+    schema: &str,
+) -> std::result::Result<strobe_db::rusqlite::Connection, strobe_db::DbError> {
+    let conn = strobe_db::rusqlite::Connection::open_in_memory().map_err(qerr("open"))?;
+    let att = format!("ATTACH DATABASE ?1 AS \"{schema}\"");
+    conn.execute(&att, [ro_uri(file)]).map_err(qerr(&att))?;
+    Ok(conn)
+}
+
 /// Streams regions and markers of all processes ordered by start, longest
 /// first at equal starts (so parents precede their children), with their
 /// correlation ids and arguments.
@@ -476,23 +499,7 @@ pub fn regions(p: &Profile) -> Result<Regions<'_>> {
     let conn = p.connection();
     let window = p.window();
     let table_sets = p.table_sets();
-    // Attach alias → file, for reader threads.
-    let mut files: HashMap<String, String> = HashMap::new();
-    {
-        let sql = "PRAGMA database_list";
-        let mut st = conn.prepare(sql).map_err(qerr(sql))?;
-        let rows = st
-            .query_map([], |r| {
-                Ok((r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?))
-            })
-            .map_err(qerr(sql))?;
-        for r in rows {
-            let (name, file) = r.map_err(qerr(sql))?;
-            if let Some(f) = file.filter(|f| !f.is_empty()) {
-                files.insert(name, f);
-            }
-        }
-    }
+    let files = attached_files(conn)?;
     let n_sets = table_sets.len();
     let threaded = n_sets <= MAX_READER_THREADS;
     let mut sets = Vec::new();
@@ -524,7 +531,7 @@ pub fn regions(p: &Profile) -> Result<Regions<'_>> {
             Some(file) if threaded => {
                 // A single process is split into two row-id ranges, read and
                 // sorted by two threads at once and merged like two processes.
-                let ranges = match split_point(conn, sc, sf)? {
+                let ranges = match split_point(conn, sc, &format!("rocpd_region{sf}"))? {
                     Some(mid) if n_sets == 1 => vec![(None, Some(mid)), (Some(mid), None)],
                     _ => vec![(None, None)],
                 };
@@ -647,72 +654,6 @@ impl Iterator for Regions<'_> {
 /// [`Profile::resolve_stack`] when it is first needed).
 pub fn samples_unresolved(p: &Profile) -> Result<RowStream<'_, strobe_db::SampleRow>> {
     Ok(p.samples_unresolved()?)
-}
-
-/// The call-stack samples of one (process, thread, stack), on and off CPU.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SampleGroup {
-    /// Process guid.
-    pub guid: String,
-    /// OS pid.
-    pub pid: i64,
-    /// OS tid.
-    pub tid: i64,
-    /// Call site row id of the leaf (`None`: no stack).
-    pub stack_id: Option<i64>,
-    /// On-CPU samples (of the profile's time kind, see
-    /// [`strobe_db::summary::time_kind`]).
-    pub samples: u64,
-    /// Time the on-CPU samples stand for (ns): the sum of their weights,
-    /// where a sample without a weight (a database written before weights
-    /// existed) counts one sampling period.
-    pub cpu_ns: u64,
-    /// Off-CPU samples (kind `off_cpu`).
-    pub off_cpu_samples: u64,
-    /// Blocked time the off-CPU samples stand for (ns): the sum of their
-    /// weights.
-    pub off_cpu_ns: u64,
-}
-
-/// The SQL of one sample's effective weight (ns): its `weight_ns`; for an
-/// on-CPU sample without one (NULL or 0, a database written before
-/// weights existed), `period_ns`.
-fn cpu_weight_sql(period_ns: i64) -> String {
-    format!("COALESCE(NULLIF(weight_ns, 0), {})", period_ns.max(0))
-}
-
-/// Streams the samples aggregated per (process, thread, stack) by SQLite,
-/// with their counts and summed weights on and off CPU (memory grows with
-/// distinct stacks, never with samples). `period_ns` is what an on-CPU
-/// sample without a weight stands for (see [`crate::pprof::sampling_period_ns`]).
-pub fn sample_groups(p: &Profile, period_ns: i64) -> Result<RowStream<'_, SampleGroup>> {
-    let on = strobe_db::summary::time_kind(p)?.category();
-    let off = strobe_db::SampleKind::OffCpu.category();
-    let w = cpu_weight_sql(period_ns);
-    // Old databases have no kinds: their samples count as on-CPU.
-    let sql = format!(
-        "SELECT guid, pid, tid, stack_id, \
-           SUM(COALESCE(kind, '{on}') IS '{on}'), \
-           SUM(CASE WHEN COALESCE(kind, '{on}') IS '{on}' THEN {w} ELSE 0 END), \
-           SUM(kind IS '{off}'), \
-           SUM(CASE WHEN kind IS '{off}' THEN COALESCE(weight_ns, 0) ELSE 0 END) \
-         FROM strobe_samples GROUP BY guid, pid, tid, stack_id"
-    );
-    fn n(v: Option<i64>) -> u64 {
-        v.unwrap_or(0).max(0) as u64
-    }
-    Ok(p.query_stream(&sql, |r| {
-        Ok(SampleGroup {
-            guid: r.get(0)?,
-            pid: r.get::<_, Option<i64>>(1)?.unwrap_or(0),
-            tid: r.get::<_, Option<i64>>(2)?.unwrap_or(0),
-            stack_id: r.get(3)?,
-            samples: n(r.get(4)?),
-            cpu_ns: n(r.get(5)?),
-            off_cpu_samples: n(r.get(6)?),
-            off_cpu_ns: n(r.get(7)?),
-        })
-    })?)
 }
 
 /// Whether a sample of this kind (the `kind` column of `strobe_samples`)

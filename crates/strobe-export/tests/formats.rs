@@ -516,20 +516,50 @@ fn csv_one_file_per_table_with_headers() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "guid,pid,tid,category,name,start,end,duration,corr_id"
+        "process,pid,tid,category,name,start,end,duration,corr_id"
     );
     assert_eq!(text.lines().count() as u64, exp.regions + exp.markers + 1);
+    // Every process number of the large tables is a row of processes.csv.
+    let procs = std::fs::read_to_string(out.join("run_processes.csv")).unwrap();
+    assert!(procs.starts_with("process,guid,"));
+    let numbers: std::collections::HashSet<&str> = procs
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(numbers.len(), 3);
+    for l in text.lines().skip(1) {
+        assert!(numbers.contains(l.split(',').next().unwrap()), "{l}");
+    }
+    // Stacks are written once each and named by the samples.
+    let stacks = std::fs::read_to_string(out.join("run_stacks.csv")).unwrap();
+    assert!(stacks.starts_with("process,stack,leaf,frames\n"));
+    let leaf: HashMap<(String, String), String> = stacks
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            ((f[0].to_string(), f[1].to_string()), f[2].to_string())
+        })
+        .collect();
+    assert_eq!(leaf.len() as u64, rows["run_stacks.csv"], "no stack twice");
+    assert!(leaf.values().any(|l| l == fixture::HOT));
     let samples = std::fs::read_to_string(out.join("run_samples.csv")).unwrap();
-    assert!(samples.starts_with("guid,pid,tid,timestamp,kind,weight_ns,track,leaf,stack\n"));
-    assert!(samples.contains(&format!(",{},", fixture::HOT)));
+    assert!(samples.starts_with("process,pid,tid,timestamp,kind,weight_ns,stack\n"));
     let mut by_kind: HashMap<String, (u64, u64)> = HashMap::new();
+    let mut last_ts = i64::MIN;
     for l in samples.lines().skip(1) {
         let f: Vec<&str> = l.split(',').collect();
+        assert!(numbers.contains(f[0]), "{l}");
+        let ts: i64 = f[3].parse().unwrap();
+        assert!(ts >= last_ts, "samples in time order");
+        last_ts = ts;
         let e = by_kind.entry(f[4].to_string()).or_default();
         e.0 += 1;
         e.1 += f[5].parse::<u64>().unwrap();
         if f[4] == "off_cpu" {
-            assert_eq!(f[7], fixture::BLOCKED, "leaf of {l}");
+            let l2 = &leaf[&(f[0].to_string(), f[6].to_string())];
+            assert_eq!(l2, fixture::BLOCKED, "leaf of {l}");
         }
     }
     assert_eq!(by_kind["sample"].0, exp.samples);

@@ -23,6 +23,7 @@ use strobe_db::{CounterRow, Profile, SampleRow, ThreadRecord};
 
 use crate::error::Result;
 use crate::source::{self, ModuleRow, ProcessRow, RegionRow};
+use crate::samples::SampleEvent;
 use proto::*;
 
 /// The packet sequence all data is written on.
@@ -662,7 +663,16 @@ impl<W: Write> PerfettoWriter<W> {
     /// slice named `off-CPU: <innermost function>` on its thread's track,
     /// from its timestamp to timestamp + weight (the blocked time).
     pub fn sample(&mut self, s: &SampleRow) -> Result<()> {
-        self.sample_with(s, &mut |_, _| Ok(s.frames.clone()))
+        let e = SampleEvent {
+            guid: Arc::from(s.guid.as_str()),
+            pid: s.pid,
+            tid: s.tid,
+            timestamp: s.timestamp,
+            stack_id: s.stack_id,
+            kind: crate::samples::kind_of(&s.kind).unwrap_or(strobe_db::SampleKind::Cpu),
+            weight_ns: s.weight_ns,
+        };
+        self.sample_with(&e, &mut |_, _| Ok(s.frames.clone()))
     }
 
     /// Like [`PerfettoWriter::sample`], but the frames are only resolved
@@ -671,18 +681,15 @@ impl<W: Write> PerfettoWriter<W> {
     /// `frames` are ignored.
     pub fn sample_with(
         &mut self,
-        s: &SampleRow,
+        s: &SampleEvent,
         resolve: &mut dyn FnMut(&str, i64) -> Result<Vec<strobe_db::ResolvedFrame>>,
     ) -> Result<()> {
         self.close_until(s.timestamp)?;
         self.maybe_reset()?;
-        if source::is_off_cpu(&s.kind) {
+        if s.kind == strobe_db::SampleKind::OffCpu {
             return self.off_cpu(s, resolve);
         }
-        let guid: Arc<str> = match self.callstacks.get_key_value(s.guid.as_str()) {
-            Some((k, _)) => k.clone(),
-            None => Arc::from(s.guid.as_str()),
-        };
+        let guid = s.guid.clone();
         self.thread_track(&guid, s.pid, s.tid, None)?;
         let mut inter = InternedData::default();
         let known = s
@@ -732,10 +739,10 @@ impl<W: Write> PerfettoWriter<W> {
     /// now, its END when due), nested like a region on the thread's lanes.
     fn off_cpu(
         &mut self,
-        s: &SampleRow,
+        s: &SampleEvent,
         resolve: &mut dyn FnMut(&str, i64) -> Result<Vec<strobe_db::ResolvedFrame>>,
     ) -> Result<()> {
-        let guid: Arc<str> = Arc::from(s.guid.as_str());
+        let guid = s.guid.clone();
         let th = self.thread_track(&guid, s.pid, s.tid, None)?;
         let name = match s.stack_id {
             None => Arc::from(off_cpu_slice_name(None).as_str()),
@@ -953,7 +960,7 @@ pub fn write_perfetto<W: Write>(p: &Profile, out: W) -> Result<PerfettoStats> {
         w.thread(&t?)?;
     }
     let mut regions = source::regions(p)?.peekable();
-    let mut samples = source::samples_unresolved(p)?.peekable();
+    let mut samples = crate::samples::samples(p)?.peekable();
     let mut counters = source::counters(p)?.peekable();
     loop {
         let tr = peek_time(&mut regions, |r| r.start)?;
