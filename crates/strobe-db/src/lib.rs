@@ -18,6 +18,7 @@ mod intern;
 pub mod merge;
 pub mod process;
 pub mod reader;
+pub mod scan;
 pub mod schema;
 pub mod stream;
 pub mod summary;

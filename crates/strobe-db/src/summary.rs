@@ -298,41 +298,57 @@ pub fn time_kind(p: &Profile) -> Result<crate::SampleKind> {
     )
 }
 
+/// The sampling period (ns) the profile was recorded with: from
+/// `sampling_cputime_freq` or `sampling_freq` in `strobe_settings`,
+/// else the default 250 Hz.
+pub fn sampling_period_ns(p: &Profile) -> i64 {
+    let freq: Option<String> = p
+        .connection()
+        .query_row(
+            "SELECT value FROM strobe_settings WHERE name IN ('sampling_cputime_freq','sampling_freq')
+             ORDER BY name = 'sampling_cputime_freq' DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .ok();
+    let hz = freq
+        .and_then(|f| {
+            f.trim()
+                .trim_end_matches("Hz")
+                .trim_end_matches("hz")
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .filter(|h| *h > 0.0)
+        .unwrap_or(250.0);
+    (1e9 / hz).round() as i64
+}
+
 /// One group of samples: process guid, pid, the grouping key's value and
 /// the group's weights.
 type WeightGroup = (String, i64, Option<i64>, Weights);
 
-/// Reads the sample weights grouped by process and `key` (an SQL column
-/// of `strobe_samples`).
-fn grouped_weights(p: &Profile, key: &str) -> Result<Vec<WeightGroup>> {
-    let path = p.files().first().cloned().unwrap_or_default();
-    let on = time_kind(p)?.category();
-    let off = crate::SampleKind::OffCpu.category();
-    let sql = format!(
-        "SELECT guid, MIN(pid), {key}, SUM(kind IS '{on}'), \
-         SUM(CASE WHEN kind IS '{on}' THEN COALESCE(weight_ns, 0) END), \
-         SUM(CASE WHEN kind IS '{off}' THEN COALESCE(weight_ns, 0) END) \
-         FROM strobe_samples GROUP BY guid, {key}"
-    );
-    let mut st = p.connection().prepare(&sql).at(&path)?;
-    let mut rows = st.query([]).at(&path)?;
-    let mut out = Vec::new();
-    while let Some(r) = rows.next().at(&path)? {
-        let n = |i: usize| -> Result<u64> {
-            Ok(r.get::<_, Option<i64>>(i).at(&path)?.unwrap_or(0).max(0) as u64)
-        };
-        out.push((
-            r.get(0).at(&path)?,
-            r.get(1).at(&path)?,
-            r.get(2).at(&path)?,
-            Weights {
-                samples: n(3)?,
-                ns: n(4)?,
-                off_cpu_ns: n(5)?,
-            },
-        ));
+/// The sample weights grouped by process and thread (`by_thread`) or by
+/// process and stack, from [`crate::scan::sample_groups`] (a sample
+/// without a recorded weight counts one sampling period, as in the
+/// exports).
+fn grouped_weights(p: &Profile, by_thread: bool) -> Result<Vec<WeightGroup>> {
+    let mut out: std::collections::BTreeMap<(String, Option<i64>), (i64, Weights)> =
+        Default::default();
+    for g in crate::scan::sample_groups(p, sampling_period_ns(p))? {
+        let key = if by_thread { Some(g.tid) } else { g.stack_id };
+        let e = out.entry((g.guid.to_string(), key)).or_insert((g.pid, Weights::default()));
+        e.1.add(&Weights {
+            samples: g.samples,
+            ns: g.cpu_ns,
+            off_cpu_ns: g.off_cpu_ns,
+        });
     }
-    Ok(out)
+    Ok(out
+        .into_iter()
+        .map(|((guid, key), (pid, w))| (guid, pid, key, w))
+        .collect())
 }
 
 /// Sampled functions: self and inclusive samples and time per function
@@ -344,7 +360,7 @@ pub fn function_summary(p: &Profile, by_process: bool) -> Result<Vec<FunctionRow
     let mut totals: HashMap<Option<String>, Weights> = HashMap::new();
     let mut pids: HashMap<String, i64> = HashMap::new();
     let mut names = HashSet::new();
-    for (guid, pid, stack, w) in grouped_weights(p, "stack_id")? {
+    for (guid, pid, stack, w) in grouped_weights(p, false)? {
         pids.insert(guid.clone(), pid);
         let gk = by_process.then(|| guid.clone());
         totals.entry(gk.clone()).or_default().add(&w);
@@ -438,7 +454,7 @@ pub fn thread_summary(p: &Profile, by_process: bool) -> Result<Vec<ThreadRow>> {
             );
         }
     }
-    for (guid, _, tid, w) in grouped_weights(p, "tid")? {
+    for (guid, _, tid, w) in grouped_weights(p, true)? {
         if let Some(t) = rows.get_mut(&(guid, tid.unwrap_or(-1))) {
             t.samples = w.samples;
             t.sampled_ns = w.ns;

@@ -83,14 +83,14 @@ fn fold(p: &Profile, opt: FoldOptions) -> Result<Folded> {
             )
         })
         .collect();
-    let period = crate::pprof::sampling_period_ns(p);
+    let period = strobe_db::summary::sampling_period_ns(p);
     let mut out = Folded {
         ns: BTreeMap::new(),
         samples: 0,
     };
     let mut line = String::new();
     let mut stacks = crate::samples::StackCache::default();
-    for g in crate::samples::groups(p, period)? {
+    for g in strobe_db::scan::sample_groups(p, period)? {
         let on = g.samples > 0;
         let off = opt.off_cpu && g.off_cpu_samples > 0;
         if !on && !off {

@@ -170,39 +170,14 @@ pub struct PprofStats {
     pub period_ns: i64,
 }
 
-/// The sampling period (ns) the profile was recorded with: from
-/// `sampling_cputime_freq` or `sampling_freq` in `strobe_settings`,
-/// else the default 250 Hz.
-pub fn sampling_period_ns(p: &Profile) -> i64 {
-    let freq: Option<String> = p
-        .connection()
-        .query_row(
-            "SELECT value FROM strobe_settings WHERE name IN ('sampling_cputime_freq','sampling_freq')
-             ORDER BY name = 'sampling_cputime_freq' DESC LIMIT 1",
-            [],
-            |r| r.get(0),
-        )
-        .ok();
-    let hz = freq
-        .and_then(|f| {
-            f.trim()
-                .trim_end_matches("Hz")
-                .trim_end_matches("hz")
-                .trim()
-                .parse::<f64>()
-                .ok()
-        })
-        .filter(|h| *h > 0.0)
-        .unwrap_or(250.0);
-    (1e9 / hz).round() as i64
-}
+pub use strobe_db::summary::sampling_period_ns;
 
 /// Writes the samples of a profile as a gzip-compressed pprof profile
 /// (default sample type `cpu`; `go tool pprof -sample_index=off_cpu`
 /// shows blocked time). Fails with [`ExportError::Empty`] when there are
 /// no samples.
 pub fn write_pprof<W: Write>(p: &Profile, out: W) -> Result<PprofStats> {
-    let period = sampling_period_ns(p);
+    let period = strobe_db::summary::sampling_period_ns(p);
     let modules: HashMap<(String, Arc<str>), source::ModuleRow> = source::modules(p)?
         .into_iter()
         .map(|m| ((m.guid.clone(), m.path.clone()), m))
@@ -236,7 +211,7 @@ pub fn write_pprof<W: Write>(p: &Profile, out: W) -> Result<PprofStats> {
     let mut mappings: HashMap<(String, Arc<str>), u64> = HashMap::new();
     let mut functions: HashMap<String, u64> = HashMap::new();
     let mut locations: HashMap<source::FrameKey, u64> = HashMap::new();
-    let groups = crate::samples::groups(p, period)?;
+    let groups = strobe_db::scan::sample_groups(p, period)?;
     let mut st = PprofStats {
         period_ns: period,
         ..Default::default()

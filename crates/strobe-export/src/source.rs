@@ -16,6 +16,7 @@ use strobe_db::stream::RowStream;
 use strobe_db::Profile;
 
 use crate::error::Result;
+use strobe_db::scan::{attached_files, open_attached, qerr, split_point};
 
 /// A process of the profile.
 #[derive(Debug, Clone, PartialEq)]
@@ -259,13 +260,6 @@ pub struct Regions<'p> {
     sets: Vec<SetStream<'p>>,
 }
 
-pub(crate) fn qerr(sql: &str) -> impl Fn(strobe_db::rusqlite::Error) -> strobe_db::DbError + '_ {
-    move |e| strobe_db::DbError::Query {
-        message: e.to_string(),
-        sql: sql.to_string(),
-    }
-}
-
 /// When the process has region arguments, copies them into an indexed
 /// TEMP table of `conn` (the writer creates no index on `rocpd_arg`) and
 /// returns its name. SQLite keeps TEMP objects in temporary files by
@@ -335,34 +329,6 @@ fn region_query(
          {} ORDER BY R.start, R.\"end\" DESC",
         where_clause(window, (None, None))
     ))
-}
-
-/// The middle row id of a large table (`table`, suffix included): a
-/// split point for two reader threads. `None` for small tables, where one
-/// is enough.
-pub(crate) fn split_point(
-    conn: &strobe_db::rusqlite::Connection,
-    sc: &str,
-    table: &str,
-) -> Result<Option<i64>> {
-    let sql = format!("SELECT MAX(rowid) FROM \"{sc}\".\"{table}\"");
-    let max: Option<i64> = conn.query_row(&sql, [], |r| r.get(0)).map_err(qerr(&sql))?;
-    Ok(max.filter(|m| *m > 100_000).map(|m| m / 2))
-}
-
-/// A `file:` URI opening `path` read-only.
-fn ro_uri(path: &str) -> String {
-    let mut s = String::from("file:");
-    for b in path.bytes() {
-        match b {
-            b'%' | b'?' | b'#' | b'&' | b'=' | b' ' | 0x80..=0xff => {
-                s.push_str(&format!("%{b:02X}"))
-            }
-            c => s.push(c as char),
-        }
-    }
-    s.push_str("?mode=ro");
-    s
 }
 
 /// Runs one process's region scan on a new connection, sorts it with
@@ -456,40 +422,6 @@ fn reader_thread(
     if let Err(e) = run() {
         let _ = tx.send(Err(e));
     }
-}
-
-/// The file behind each schema of the connection (attach alias → path),
-/// for reader threads that open their own connections.
-pub(crate) fn attached_files(
-    conn: &strobe_db::rusqlite::Connection,
-) -> Result<HashMap<String, String>> {
-    let mut files = HashMap::new();
-    let sql = "PRAGMA database_list";
-    let mut st = conn.prepare(sql).map_err(qerr(sql))?;
-    let rows = st
-        .query_map([], |r| {
-            Ok((r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?))
-        })
-        .map_err(qerr(sql))?;
-    for r in rows {
-        let (name, file) = r.map_err(qerr(sql))?;
-        if let Some(f) = file.filter(|f| !f.is_empty()) {
-            files.insert(name, f);
-        }
-    }
-    Ok(files)
-}
-
-/// A read-only connection of its own to `file`, attached as `schema` (so
-/// suffixed table names read as on the profile's connection).
-pub(crate) fn open_attached(
-    file: &str,
-    schema: &str,
-) -> std::result::Result<strobe_db::rusqlite::Connection, strobe_db::DbError> {
-    let conn = strobe_db::rusqlite::Connection::open_in_memory().map_err(qerr("open"))?;
-    let att = format!("ATTACH DATABASE ?1 AS \"{schema}\"");
-    conn.execute(&att, [ro_uri(file)]).map_err(qerr(&att))?;
-    Ok(conn)
 }
 
 /// Streams regions and markers of all processes ordered by start, longest

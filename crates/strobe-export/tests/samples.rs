@@ -8,7 +8,8 @@ mod fixture;
 use std::collections::HashMap;
 
 use strobe_db::{ProcessInfo, Profile, SampleKind, SampleMeta, StackFrame, ThreadInfo, Writer};
-use strobe_export::samples::{groups, samples};
+use strobe_db::scan::sample_groups as groups;
+use strobe_export::samples::samples;
 
 type Key = (String, i64, i64, i64, Option<i64>, String, u64);
 
