@@ -5,8 +5,10 @@
 //! them, the standard rocpd data and summary views) plus `strobe_` tables
 //! for modules, interned frames and call sites, counter time series and
 //! settings. This crate owns the schema ([`schema`]), the streaming
-//! [`Writer`], the multi-file [`Profile`] reader, the physical [`merge`], the
-//! [`summary`] computations and the symbolization storage ([`symbols`]). It
+//! [`Writer`], the multi-file [`Profile`] reader, the fast raw scans of
+//! samples for readers on threads of their own ([`scan`]), the physical
+//! [`merge`], the [`summary`] computations and the symbolization storage
+//! ([`symbols`]). It
 //! never prints and never resolves symbols itself. See `docs/schema.md`.
 
 #![warn(missing_docs)]
