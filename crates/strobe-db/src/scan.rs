@@ -14,6 +14,30 @@ use std::sync::Arc;
 
 use crate::{DbError, Profile, Result, SampleKind};
 
+/// A hasher for integer row ids (one multiply), for the per-row lookups.
+#[derive(Default)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(*b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn write_i64(&mut self, v: i64) {
+        self.write_u64(v as u64);
+    }
+}
+
+/// A map keyed by row ids.
+pub type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
+
 /// Rows per page of a paged, ordered scan ([`scan_sql`] with `paged`).
 pub const PAGE: usize = 4096;
 
@@ -28,11 +52,7 @@ pub fn qerr(sql: &str) -> impl Fn(rusqlite::Error) -> DbError + '_ {
 /// The middle row id of a large table (`table`, suffix included): a
 /// split point for two reader threads. `None` for small tables, where one
 /// is enough.
-pub fn split_point(
-    conn: &rusqlite::Connection,
-    sc: &str,
-    table: &str,
-) -> Result<Option<i64>> {
+pub fn split_point(conn: &rusqlite::Connection, sc: &str, table: &str) -> Result<Option<i64>> {
     let sql = format!("SELECT MAX(rowid) FROM \"{sc}\".\"{table}\"");
     let max: Option<i64> = conn.query_row(&sql, [], |r| r.get(0)).map_err(qerr(&sql))?;
     Ok(max.filter(|m| *m > 100_000).map(|m| m / 2))
@@ -55,9 +75,7 @@ pub fn ro_uri(path: &str) -> String {
 
 /// The file behind each schema of the connection (attach alias → path),
 /// for reader threads that open their own connections.
-pub fn attached_files(
-    conn: &rusqlite::Connection,
-) -> Result<HashMap<String, String>> {
+pub fn attached_files(conn: &rusqlite::Connection) -> Result<HashMap<String, String>> {
     let mut files = HashMap::new();
     let sql = "PRAGMA database_list";
     let mut st = conn.prepare(sql).map_err(qerr(sql))?;
@@ -77,10 +95,7 @@ pub fn attached_files(
 
 /// A read-only connection of its own to `file`, attached as `schema` (so
 /// suffixed table names read as on the profile's connection).
-pub fn open_attached(
-    file: &str,
-    schema: &str,
-) -> Result<rusqlite::Connection> {
+pub fn open_attached(file: &str, schema: &str) -> Result<rusqlite::Connection> {
     let conn = rusqlite::Connection::open_in_memory().map_err(qerr("open"))?;
     let att = format!("ATTACH DATABASE ?1 AS \"{schema}\"");
     conn.execute(&att, [ro_uri(file)]).map_err(qerr(&att))?;
@@ -154,10 +169,9 @@ pub struct Mapper {
     sc: String,
     sf: String,
     time_kind: SampleKind,
-    tracks: HashMap<i64, (i64, i64)>,
-    events: HashMap<i64, (i64, SampleKind)>,
+    tracks: IdMap<i64, (i64, i64)>,
+    events: IdMap<i64, (i64, SampleKind)>,
 }
-
 
 impl Mapper {
     /// The mapper of the process whose tables are `"{sc}".<table>{sf}`
@@ -173,7 +187,7 @@ impl Mapper {
              LEFT JOIN \"{sc}\".\"rocpd_info_process{sf}\" P ON P.id = T.pid \
              LEFT JOIN \"{sc}\".\"rocpd_info_thread{sf}\" TH ON TH.id = T.tid"
         );
-        let mut tracks = HashMap::new();
+        let mut tracks = IdMap::default();
         let mut st = conn.prepare(&sql).map_err(qerr(&sql))?;
         let mut rows = st.query([]).map_err(qerr(&sql))?;
         while let Some(r) = rows.next().map_err(qerr(&sql))? {
@@ -197,11 +211,7 @@ impl Mapper {
     }
 
     /// The (stack id or -1, kind) of a sample's event.
-    pub fn event(
-        &mut self,
-        conn: &rusqlite::Connection,
-        id: i64,
-    ) -> Result<(i64, SampleKind)> {
+    pub fn event(&mut self, conn: &rusqlite::Connection, id: i64) -> Result<(i64, SampleKind)> {
         if let Some(e) = self.events.get(&id) {
             return Ok(*e);
         }
@@ -320,7 +330,7 @@ pub struct SampleGroup {
 
 /// Per (track id, event id): samples, summed weights, samples without a
 /// weight.
-type Tally = HashMap<(i64, i64), (u64, u64, u64)>;
+type Tally = IdMap<(i64, i64), (u64, u64, u64)>;
 
 /// Counts one process's samples (a row-id range of them) per track and
 /// event on a connection of its own: a plain scan, no sort, weights read
@@ -447,4 +457,3 @@ pub fn sample_groups(p: &Profile, period_ns: i64) -> Result<Vec<SampleGroup>> {
         .filter(|g| g.samples + g.off_cpu_samples > 0)
         .collect())
 }
-

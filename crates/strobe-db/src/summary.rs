@@ -338,7 +338,9 @@ fn grouped_weights(p: &Profile, by_thread: bool) -> Result<Vec<WeightGroup>> {
         Default::default();
     for g in crate::scan::sample_groups(p, sampling_period_ns(p))? {
         let key = if by_thread { Some(g.tid) } else { g.stack_id };
-        let e = out.entry((g.guid.to_string(), key)).or_insert((g.pid, Weights::default()));
+        let e = out
+            .entry((g.guid.to_string(), key))
+            .or_insert((g.pid, Weights::default()));
         e.1.add(&Weights {
             samples: g.samples,
             ns: g.cpu_ns,

@@ -32,7 +32,13 @@ const QUERY_TABLES: &[(&str, &str)] = &[
 
 /// Every table [`write_csv`] writes, in order (`<stem>_<table>.csv`).
 pub const TABLES: &[&str] = &[
-    "processes", "threads", "regions", "samples", "stacks", "counters", "top",
+    "processes",
+    "threads",
+    "regions",
+    "samples",
+    "stacks",
+    "counters",
+    "top",
 ];
 
 /// Headers of the tables written from streams.
@@ -268,7 +274,13 @@ fn write_stacks(
 
 /// Writes a small table by query with the process number in front (the
 /// query's first column is the guid, which stays in `processes` only).
-fn write_numbered(p: &Profile, numbers: &ProcessNumbers, table: &str, sql: &str, path: PathBuf) -> Result<(PathBuf, u64)> {
+fn write_numbered(
+    p: &Profile,
+    numbers: &ProcessNumbers,
+    table: &str,
+    sql: &str,
+    path: PathBuf,
+) -> Result<(PathBuf, u64)> {
     let out = RefCell::new(create(&path)?);
     let io_err: RefCell<Option<std::io::Error>> = RefCell::new(None);
     let keep_guid = table == "processes";
@@ -297,7 +309,10 @@ fn write_numbered(p: &Profile, numbers: &ProcessNumbers, table: &str, sql: &str,
                 Value::Text(g) => g.as_str(),
                 _ => "",
             };
-            line(&numbers.of_str(guid).to_string(), &mut row.iter().map(value_text));
+            line(
+                &numbers.of_str(guid).to_string(),
+                &mut row.iter().map(value_text),
+            );
             Ok(())
         },
     )?;
@@ -324,7 +339,8 @@ pub fn write_csv(p: &Profile, dir: &Path, stem: &str) -> Result<Vec<(PathBuf, u6
     }
     let mut regions_out = Out::create(file("regions"), REGIONS_HEADER)?;
     let mut samples_out = Out::create(file("samples"), SAMPLES_HEADER)?;
-    let mut stacks: std::collections::HashSet<(i64, i64), crate::perfetto::Fast> = Default::default();
+    let mut stacks: std::collections::HashSet<(i64, i64), crate::perfetto::Fast> =
+        Default::default();
     let mut guids: HashMap<i64, Arc<str>> = HashMap::new();
     let mut regions = source::regions(p)?.peekable();
     let mut samples = crate::samples::samples(p)?.peekable();

@@ -14,7 +14,7 @@ use strobe_db::{Profile, ResolvedFrame, SampleKind};
 
 use crate::error::Result;
 pub use strobe_db::scan::kind_of;
-use strobe_db::scan::{open_attached, PAGE, qerr, scan_sql, Mapper, ScannedSample as Raw, Window};
+use strobe_db::scan::{open_attached, qerr, scan_sql, Mapper, ScannedSample as Raw, Window, PAGE};
 
 /// One call-stack sample.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -305,10 +305,11 @@ pub fn samples(p: &Profile) -> Result<Samples<'_>> {
         let guid: Arc<str> = Arc::from(guid.as_str());
         match files.get(sc.as_str()) {
             Some(file) if threaded => {
-                let ranges = match strobe_db::scan::split_point(conn, sc, &format!("rocpd_sample{sf}"))? {
-                    Some(mid) if sets.len() == 1 => vec![(None, Some(mid)), (Some(mid), None)],
-                    _ => vec![(None, None)],
-                };
+                let ranges =
+                    match strobe_db::scan::split_point(conn, sc, &format!("rocpd_sample{sf}"))? {
+                        Some(mid) if sets.len() == 1 => vec![(None, Some(mid)), (Some(mid), None)],
+                        _ => vec![(None, None)],
+                    };
                 for rows in ranges {
                     let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_IN_FLIGHT);
                     let (file, names) = (file.clone(), (sc.clone(), sf.clone()));

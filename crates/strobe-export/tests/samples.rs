@@ -7,8 +7,8 @@ mod fixture;
 
 use std::collections::HashMap;
 
-use strobe_db::{ProcessInfo, Profile, SampleKind, SampleMeta, StackFrame, ThreadInfo, Writer};
 use strobe_db::scan::sample_groups as groups;
+use strobe_db::{ProcessInfo, Profile, SampleKind, SampleMeta, StackFrame, ThreadInfo, Writer};
 use strobe_export::samples::samples;
 
 type Key = (String, i64, i64, i64, Option<i64>, String, u64);
@@ -20,7 +20,15 @@ fn from_view(p: &Profile) -> Vec<Key> {
         .unwrap()
         .map(|s| {
             let s = s.unwrap();
-            (s.guid, s.pid, s.tid, s.timestamp, s.stack_id, s.kind, s.weight_ns)
+            (
+                s.guid,
+                s.pid,
+                s.tid,
+                s.timestamp,
+                s.stack_id,
+                s.kind,
+                s.weight_ns,
+            )
         })
         .collect();
     v.sort();
@@ -34,7 +42,11 @@ fn from_stream(p: &Profile) -> Vec<Key> {
         .unwrap()
         .map(|s| {
             let s = s.unwrap();
-            assert!((s.timestamp, s.tid) >= last, "out of order at {}", s.timestamp);
+            assert!(
+                (s.timestamp, s.tid) >= last,
+                "out of order at {}",
+                s.timestamp
+            );
             last = (s.timestamp, s.tid);
             (
                 s.guid.to_string(),

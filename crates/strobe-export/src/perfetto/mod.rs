@@ -22,8 +22,8 @@ use prost::Message;
 use strobe_db::{CounterRow, Profile, SampleRow, ThreadRecord};
 
 use crate::error::Result;
-use crate::source::{self, ModuleRow, ProcessRow, RegionRow};
 use crate::samples::SampleEvent;
+use crate::source::{self, ModuleRow, ProcessRow, RegionRow};
 use proto::*;
 
 /// The packet sequence all data is written on.
