@@ -125,9 +125,9 @@ fn apply_window(p: &mut Profile, a: &ConvertArgs) -> anyhow::Result<()> {
 /// scan, where a count reads them all.
 fn has_rows(p: &Profile, view: &str) -> anyhow::Result<bool> {
     let sql = format!("SELECT EXISTS (SELECT 1 FROM \"{view}\")");
-    Ok(p.connection()
+    p.connection()
         .query_row(&sql, [], |r| r.get(0))
-        .with_context(|| format!("reading {view}"))?)
+        .with_context(|| format!("reading {view}"))
 }
 
 /// A progress line for a conversion that lasts over a second: the bytes

@@ -15,6 +15,7 @@ mod sample;
 mod setting_flags;
 mod summary;
 mod symbolize;
+mod symbolize_cmd;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -65,6 +66,9 @@ enum Command {
     Summary(summary::SummaryArgs),
     /// Convert databases to Perfetto, Chrome JSON, flamegraphs, pprof, Firefox Profiler, CSV.
     Convert(convert::ConvertArgs),
+    /// Name the unnamed frames of profile databases (after `--no-symbols`, new debug files, a
+    /// copied database).
+    Symbolize(symbolize_cmd::SymbolizeArgs),
     /// Internal: the collector a runtime preloaded without `strobe sample` starts for itself.
     #[command(hide = true)]
     CollectFor(collect_for::CollectForArgs),
@@ -80,6 +84,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => merge::run(args).map(|()| 0),
         Command::Summary(args) => summary::run(args).map(|()| 0),
         Command::Convert(args) => convert::run(args).map(|()| 0),
+        Command::Symbolize(args) => symbolize_cmd::run(args).map(|()| 0),
         Command::CollectFor(args) => collect_for::run(&args, config),
     };
     match result {

@@ -1627,4 +1627,58 @@ fn jit_code_is_named_from_the_processs_perf_map() {
         "{jitted} of {} samples in jitted_loop",
         all.len()
     );
+    // The map is gone now; the entry that named the frames stays in the
+    // database (`strobe_jit_symbol`), covering every jitted frame, so a
+    // later symbolization still names them (the unit test
+    // `symbolize::tests::jit_frames_are_named_again_after_the_perf_map_is_gone`
+    // clears the names and symbolizes again).
+    let p = Profile::open(&[databases(tmp.path())[0].display().to_string()]).unwrap();
+    let stored: Vec<(i64, i64, String)> = {
+        let mut st = p
+            .connection()
+            .prepare("SELECT start, size, name FROM strobe_jit_symbol")
+            .unwrap();
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    let (start, size, name) = &stored[0];
+    assert_eq!((*size, name.as_str()), (9, "jitted_loop"));
+    for s in all
+        .iter()
+        .filter(|s| names(s).first().is_some_and(|n| n == "jitted_loop"))
+    {
+        let pc = s.frames[0].rel_pc as i64;
+        assert!(
+            (*start..start + size).contains(&pc),
+            "{pc:#x} outside {stored:?}"
+        );
+    }
+    // `strobe symbolize` on a copy whose names were cleared names the
+    // jitted frames again from the stored entry alone.
+    drop(p);
+    let copy = tmp.path().join("copy.db");
+    std::fs::copy(&databases(tmp.path())[0], &copy).unwrap();
+    {
+        let c = strobe_db::rusqlite::Connection::open(&copy).unwrap();
+        let t: String = c
+            .query_row(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'strobe\\_frame\\_%' ESCAPE '\\'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        c.execute(&format!("UPDATE \"{t}\" SET function = NULL"), [])
+            .unwrap();
+    }
+    assert!(samples(&copy).iter().all(|s| names(s).first().map_or(true, |n| n != "jitted_loop")));
+    let o = strobe(&["symbolize", "-i", copy.to_str().unwrap()], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let again = samples(&copy)
+        .iter()
+        .filter(|s| names(s).first().is_some_and(|n| n == "jitted_loop"))
+        .count();
+    assert_eq!(again, jitted, "{}", stderr(&o));
 }

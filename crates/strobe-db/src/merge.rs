@@ -1,8 +1,9 @@
 //! Physical merge of profile databases into one file.
 //!
 //! Owns copying every process's suffixed tables (rows, ids and guid
-//! unchanged) from many inputs into one output, then creating the unsuffixed
-//! `UNION ALL` views, the standard views and the indexes. It attaches one
+//! unchanged; optional tables where an input has them) from many inputs
+//! into one output, then creating the unsuffixed `UNION ALL` views, the
+//! standard views and the indexes. It attaches one
 //! input at a time, so any number of inputs works, and writes to a
 //! `.partial` file renamed into place only when complete: a plain
 //! rollback-journal file with mode 0644, nothing beside it. It opens inputs
@@ -110,7 +111,15 @@ pub fn merge(
                 .at(input)?;
             conn.execute_batch("BEGIN").at(&partial)?;
             for s in suffixes {
-                for t in schema::all_tables() {
+                // Optional tables only where the input has them (files
+                // written before a table existed lack it).
+                let mut tables: Vec<&str> = schema::all_tables().collect();
+                for (t, _) in schema::OPTIONAL_TABLES {
+                    if schema::has_table(&conn, "src", &format!("{t}{s}")).at(input)? {
+                        tables.push(t);
+                    }
+                }
+                for t in tables {
                     let name = format!("{t}{s}");
                     let ddl: String = conn
                         .query_row(
@@ -177,7 +186,11 @@ fn count_rows(path: &Path, suffixes: &[String]) -> Result<u64> {
     let conn = open_read_only(path)?;
     let mut total = 0u64;
     for s in suffixes {
-        for t in schema::all_tables() {
+        let optional = schema::OPTIONAL_TABLES
+            .iter()
+            .map(|(t, _)| *t)
+            .filter(|t| schema::has_table(&conn, "main", &format!("{t}{s}")).unwrap_or(false));
+        for t in schema::all_tables().chain(optional) {
             // max(id) is O(log n) on an AUTOINCREMENT primary key and equals
             // the row count for append-only tables; good enough for progress.
             let n: Option<i64> = conn

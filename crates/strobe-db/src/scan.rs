@@ -58,21 +58,6 @@ pub fn split_point(conn: &rusqlite::Connection, sc: &str, table: &str) -> Result
     Ok(max.filter(|m| *m > 100_000).map(|m| m / 2))
 }
 
-/// A `file:` URI opening `path` read-only.
-pub fn ro_uri(path: &str) -> String {
-    let mut s = String::from("file:");
-    for b in path.bytes() {
-        match b {
-            b'%' | b'?' | b'#' | b'&' | b'=' | b' ' | 0x80..=0xff => {
-                s.push_str(&format!("%{b:02X}"))
-            }
-            c => s.push(c as char),
-        }
-    }
-    s.push_str("?mode=ro");
-    s
-}
-
 /// The file behind each schema of the connection (attach alias → path),
 /// for reader threads that open their own connections.
 pub fn attached_files(conn: &rusqlite::Connection) -> Result<HashMap<String, String>> {
@@ -98,7 +83,11 @@ pub fn attached_files(conn: &rusqlite::Connection) -> Result<HashMap<String, Str
 pub fn open_attached(file: &str, schema: &str) -> Result<rusqlite::Connection> {
     let conn = rusqlite::Connection::open_in_memory().map_err(qerr("open"))?;
     let att = format!("ATTACH DATABASE ?1 AS \"{schema}\"");
-    conn.execute(&att, [ro_uri(file)]).map_err(qerr(&att))?;
+    conn.execute(
+        &att,
+        [crate::inputs::read_only_uri(std::path::Path::new(file))],
+    )
+    .map_err(qerr(&att))?;
     Ok(conn)
 }
 

@@ -1,7 +1,8 @@
 //! The schema: rocpd v3 tables, strobe_ tables, unsuffixed views, data views.
 //!
 //! Owns every `CREATE` statement strobe-db issues: the twenty rocpd tables
-//! and the strobe tables (physically suffixed per process), the unsuffixed
+//! and the strobe tables (physically suffixed per process; one of them,
+//! the JIT symbol table, optional in files written before it), the unsuffixed
 //! views over one or many suffixes, the standard rocpd data and summary
 //! views, and the indexes a merge creates. It must never insert data; the
 //! writer, merge and reader call it. `docs/schema.md` documents all of it.
@@ -44,9 +45,58 @@ pub const STROBE_TABLES: [&str; 5] = [
     "strobe_counter_sample",
 ];
 
-/// Every suffixed table: rocpd's then strobe's.
+/// Every suffixed table a profile must have: rocpd's then strobe's.
 pub fn all_tables() -> impl Iterator<Item = &'static str> {
     ROCPD_TABLES.iter().chain(STROBE_TABLES.iter()).copied()
+}
+
+/// Suffixed tables added after files were first written, each with its
+/// stored columns besides `id` and `guid`: created with every new profile,
+/// but a file without them is still a valid profile (readers and merge take
+/// them where present; their unsuffixed views show no rows of a process
+/// that lacks them).
+pub const OPTIONAL_TABLES: [(&str, &[&str]); 1] = [(JIT_SYMBOL_TABLE, &["start", "size", "name"])];
+
+/// The table that keeps the perf-map entries (JIT code) naming a
+/// process's frames in no module, so that they can be named again after
+/// the map file is gone: `start`, `size` (bytes) and `name`.
+pub const JIT_SYMBOL_TABLE: &str = "strobe_jit_symbol";
+
+/// `CREATE TABLE IF NOT EXISTS` for [`JIT_SYMBOL_TABLE`]: `{s}` and `{g}`
+/// as in [`TABLE_DDL`].
+const JIT_SYMBOL_DDL: &str = r#"
+CREATE TABLE IF NOT EXISTS "strobe_jit_symbol{s}" (
+  "id" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, {GUID},
+  "start" BIGINT NOT NULL, "size" BIGINT NOT NULL, "name" TEXT NOT NULL);
+"#;
+
+/// Creates the JIT symbol table of process `suffix` (guid `guid`) in the
+/// connection's main schema unless it exists: new profiles get it from
+/// [`create_tables`]; symbolization adds it to files written before it.
+pub fn create_jit_symbol_table(
+    conn: &Connection,
+    suffix: &str,
+    guid: &str,
+) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        &JIT_SYMBOL_DDL
+            .replace("{GUID}", GUID)
+            .replace("{s}", suffix)
+            .replace("{g}", guid),
+    )
+}
+
+/// Whether `schema` (`main` or an ATTACH alias) holds table `name`.
+pub fn has_table(conn: &Connection, schema: &str, name: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        &format!(
+            "SELECT count(*) FROM \"{}\".sqlite_master WHERE type = 'table' AND name = ?1",
+            schema.replace('"', "\"\"")
+        ),
+        [name],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
 }
 
 /// Time columns of each table, used to restrict views to a time window:
@@ -207,6 +257,7 @@ pub fn create_tables(conn: &Connection, suffix: &str, guid: &str) -> rusqlite::R
         .replace("{s}", suffix)
         .replace("{g}", guid);
     conn.execute_batch(&ddl)?;
+    create_jit_symbol_table(conn, suffix, guid)?;
     conn.execute(
         &format!("INSERT INTO \"rocpd_metadata{suffix}\" (tag, value) VALUES ('schema_version', ?1), ('uuid', ?2), ('guid', ?3), ('strobe_version', ?4)"),
         rusqlite::params![SCHEMA_VERSION.to_string(), suffix, guid, env!("CARGO_PKG_VERSION")],
@@ -297,8 +348,56 @@ pub fn create_views(
         };
         sql.push_str(&format!("CREATE {kind} \"{table}\" AS {body};\n"));
     }
+    for (table, columns) in OPTIONAL_TABLES {
+        sql.push_str(&format!("DROP VIEW IF EXISTS {target}.\"{table}\";\n"));
+        sql.push_str(&format!(
+            "CREATE {kind} \"{table}\" AS {};\n",
+            optional_view_body(conn, table, columns, sets, temp)?
+        ));
+    }
     sql.push_str(&DATA_VIEWS.replace("CREATE VIEW", &format!("CREATE {kind}")));
     conn.execute_batch(&sql)
+}
+
+/// The `UNION ALL` body of an optional table's view over the sets that
+/// have it, ending in a row-less select that gives the view its columns
+/// (so it exists, empty, when no set has the table).
+fn optional_view_body(
+    conn: &Connection,
+    table: &str,
+    stored: &[&str],
+    sets: &[TableSet],
+    temp: bool,
+) -> rusqlite::Result<String> {
+    let columns = ["id", "guid"]
+        .iter()
+        .chain(stored)
+        .map(|c| format!("\"{c}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut parts = Vec::new();
+    for t in sets {
+        if !has_table(conn, &t.schema, &format!("{table}{}", t.suffix))? {
+            continue;
+        }
+        let schema = if temp {
+            format!("\"{}\".", t.schema)
+        } else {
+            String::new()
+        };
+        parts.push(format!(
+            "SELECT {columns} FROM {schema}\"{table}{}\"",
+            t.suffix
+        ));
+    }
+    let empty = ["id", "guid"]
+        .iter()
+        .chain(stored)
+        .map(|c| format!("NULL AS \"{c}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    parts.push(format!("SELECT {empty} WHERE 0"));
+    Ok(parts.join(" UNION ALL "))
 }
 
 /// Indexes a merge creates once all rows are in (never while writing).

@@ -2,9 +2,11 @@
 //!
 //! Owns the two sides of post-run symbolization on a database: listing the
 //! frames of each process with their module (path, build id, load address)
-//! and updating `strobe_frame` rows with function, file and line. It never
-//! resolves a symbol itself (the CLI does that with blazesym) and never
-//! touches other tables.
+//! and updating `strobe_frame` rows with function, file and line; and
+//! keeping the perf-map entries (JIT code) that named frames in no module
+//! in `strobe_jit_symbol`, so that they can be named again once the map
+//! file is gone. It never resolves a symbol itself (the CLI does that with
+//! blazesym), never reads a perf map and never touches other tables.
 
 use std::path::Path;
 
@@ -85,5 +87,108 @@ pub fn set_frame_symbols(path: &Path, suffix: &str, symbols: &[FrameSymbols<'_>]
     let mut conn = Connection::open(path).at(path)?;
     let tx = conn.transaction().at(path)?;
     update_frames(&tx, suffix, symbols).at(path)?;
+    tx.commit().at(path)
+}
+
+/// A module of a process as `strobe_module` records it: enough to place
+/// an absolute pc in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleSpan {
+    /// Module path.
+    pub path: String,
+    /// Build id in hex.
+    pub build_id: Option<String>,
+    /// Load address (the bias: pc minus it is the module-relative pc).
+    pub load_address: u64,
+    /// Bytes mapped from the load address.
+    pub size: u64,
+}
+
+/// The modules recorded for process `suffix`, each distinct (path,
+/// build id, load address, size) once.
+pub fn process_modules(path: &Path, suffix: &str) -> Result<Vec<ModuleSpan>> {
+    let conn = crate::inputs::open_read_only(path)?;
+    let mut st = conn
+        .prepare(&format!(
+            "SELECT DISTINCT path, build_id, load_address, size FROM \"strobe_module{suffix}\""
+        ))
+        .at(path)?;
+    let rows = st
+        .query_map([], |r| {
+            Ok(ModuleSpan {
+                path: r.get(0)?,
+                build_id: r.get(1)?,
+                load_address: r.get::<_, i64>(2)? as u64,
+                size: r.get::<_, i64>(3)? as u64,
+            })
+        })
+        .at(path)?;
+    rows.map(|r| r.at(path)).collect()
+}
+
+/// One perf-map entry: code at `start..start + size` (absolute addresses
+/// in the process) is the function `name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JitSymbol {
+    /// First address.
+    pub start: u64,
+    /// Length in bytes.
+    pub size: u64,
+    /// Function name as the JIT wrote it.
+    pub name: String,
+}
+
+/// The JIT symbols stored for process `suffix` (in insertion order);
+/// empty when the file has none or predates the table.
+pub fn jit_symbols(path: &Path, suffix: &str) -> Result<Vec<JitSymbol>> {
+    let conn = crate::inputs::open_read_only(path)?;
+    let table = format!("{}{suffix}", crate::schema::JIT_SYMBOL_TABLE);
+    if !crate::schema::has_table(&conn, "main", &table).at(path)? {
+        return Ok(Vec::new());
+    }
+    let mut st = conn
+        .prepare(&format!(
+            "SELECT start, size, name FROM \"{table}\" ORDER BY id"
+        ))
+        .at(path)?;
+    let rows = st
+        .query_map([], |r| {
+            Ok(JitSymbol {
+                start: r.get::<_, i64>(0)? as u64,
+                size: r.get::<_, i64>(1)? as u64,
+                name: r.get(2)?,
+            })
+        })
+        .at(path)?;
+    rows.map(|r| r.at(path)).collect()
+}
+
+/// Adds `symbols` to the JIT symbols of process `suffix` in a closed
+/// database file, in one transaction, skipping entries already stored;
+/// creates the table in a file written before it existed.
+pub fn store_jit_symbols(path: &Path, suffix: &str, symbols: &[JitSymbol]) -> Result<()> {
+    let mut conn = Connection::open(path).at(path)?;
+    let tx = conn.transaction().at(path)?;
+    let guid: String = tx
+        .query_row(
+            &format!("SELECT value FROM \"rocpd_metadata{suffix}\" WHERE tag = 'guid'"),
+            [],
+            |r| r.get(0),
+        )
+        .at(path)?;
+    crate::schema::create_jit_symbol_table(&tx, suffix, &guid).at(path)?;
+    {
+        let table = format!("{}{suffix}", crate::schema::JIT_SYMBOL_TABLE);
+        let mut st = tx
+            .prepare(&format!(
+                "INSERT INTO \"{table}\" (start, size, name) SELECT ?1, ?2, ?3
+                 WHERE NOT EXISTS (SELECT 1 FROM \"{table}\" WHERE start = ?1 AND size = ?2 AND name = ?3)"
+            ))
+            .at(path)?;
+        for s in symbols {
+            st.execute(params![s.start as i64, s.size as i64, s.name])
+                .at(path)?;
+        }
+    }
     tx.commit().at(path)
 }
