@@ -5,8 +5,9 @@
 //! `process` column of `NAME_processes.csv`), OS ids, names and numbers;
 //! a sample names its call stack by id, and each stack is written once, in
 //! `NAME_stacks.csv` (leaf and folded frames). Regions and samples are
-//! read from the exporters' time-ordered streams, interleaved, so that
-//! both are read and sorted at once. Fields are quoted per RFC 4180 when
+//! read from the exporters' time-ordered streams; the samples' readers
+//! start before the regions are written, so both are read and sorted at
+//! once. Fields are quoted per RFC 4180 when
 //! needed. It never holds a table in memory (the set of stacks seen
 //! excepted: it grows with distinct stacks, never with samples).
 
@@ -23,7 +24,7 @@ use crate::error::{ExportError, Result};
 use crate::source;
 
 /// The small tables [`write_csv`] writes by query (the `process` number
-/// is added in front), and the rocpd `top` view as is.
+/// is added in front); the rocpd `top` view is written as is.
 const QUERY_TABLES: &[(&str, &str)] = &[
     ("processes", "SELECT guid, hostname, machine_id, ppid, pid, init, start, \"end\", fini, command FROM processes ORDER BY start, guid"),
     ("threads", "SELECT guid, pid, tid, name, start, \"end\" FROM threads ORDER BY pid, tid"),
@@ -45,9 +46,6 @@ pub const TABLES: &[&str] = &[
 const REGIONS_HEADER: &str = "process,pid,tid,category,name,start,end,duration,corr_id\n";
 const SAMPLES_HEADER: &str = "process,pid,tid,timestamp,kind,weight_ns,stack\n";
 const STACKS_HEADER: &str = "process,stack,leaf,frames\n";
-
-/// Rows read from one stream before switching to the other.
-const TURN: usize = 4096;
 
 fn field(out: &mut impl Write, s: &str) -> std::io::Result<()> {
     if s.contains([',', '"', '\n', '\r']) {
@@ -144,6 +142,78 @@ impl Out {
     fn finish(mut self) -> Result<(PathBuf, u64)> {
         self.io(|w| w.flush())?;
         Ok((self.path, self.rows))
+    }
+}
+
+/// rocpd's `top` view, computed while the regions stream by: per name,
+/// calls and summed duration. strobe writes no kernel dispatches or
+/// memory copies (the view's other rows); a database that has them gets
+/// the view itself.
+#[derive(Default)]
+struct Top {
+    by_name: HashMap<Arc<str>, (i64, i64)>,
+    total: i64,
+}
+
+impl Top {
+    fn add(&mut self, r: &source::RegionRow) {
+        let d = r.end - r.start;
+        let e = self.by_name.entry(r.name.clone()).or_default();
+        e.0 += 1;
+        e.1 += d;
+        self.total += d;
+    }
+
+    /// Writes `NAME_top.csv` with the view's columns, values and order
+    /// (total duration descending; ties by name).
+    fn write(self, p: &Profile, path: PathBuf) -> Result<(PathBuf, u64)> {
+        const VIEW: &str = "SELECT name, total_calls, total_duration, average, percentage FROM top";
+        let has_other: bool = p
+            .connection()
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM rocpd_kernel_dispatch) \
+                 OR EXISTS (SELECT 1 FROM rocpd_memory_copy)",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| strobe_db::DbError::Query {
+                message: e.to_string(),
+                sql: "top".into(),
+            })?;
+        if has_other {
+            let n = write_query_csv(p, VIEW, &path)?;
+            return Ok((path, n));
+        }
+        let mut rows: Vec<(Arc<str>, i64, i64)> = self
+            .by_name
+            .into_iter()
+            .map(|(n, (c, d))| (n, c, d))
+            .collect();
+        rows.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+        let mut o = Out::create(path, "name,total_calls,total_duration,average,percentage\n")?;
+        for (name, calls, sum) in rows {
+            o.rows += 1;
+            // The view's arithmetic: REAL µs, integer average before the
+            // division, percentage of all regions' time (NULL when none).
+            let pct = if self.total != 0 {
+                value_text(&Value::Real(sum as f64 * 100.0 / self.total as f64))
+            } else {
+                String::new()
+            };
+            o.io(|w| {
+                field(w, &name)?;
+                w.write_all(b",")?;
+                int(w, calls)?;
+                w.write_all(b",")?;
+                w.write_all(value_text(&Value::Real(sum as f64 / 1000.0)).as_bytes())?;
+                w.write_all(b",")?;
+                w.write_all(value_text(&Value::Real((sum / calls) as f64 / 1000.0)).as_bytes())?;
+                w.write_all(b",")?;
+                w.write_all(pct.as_bytes())?;
+                w.write_all(b"\n")
+            })?;
+        }
+        o.finish()
     }
 }
 
@@ -337,43 +407,38 @@ pub fn write_csv(p: &Profile, dir: &Path, stem: &str) -> Result<Vec<(PathBuf, u6
     for (table, sql) in &QUERY_TABLES[..2] {
         files.push(write_numbered(p, &numbers, table, sql, file(table))?);
     }
+    // The samples' readers start scanning and sorting now, while the
+    // regions are written (the files need no common order).
+    let samples = crate::samples::samples(p)?;
+    let mut top = Top::default();
     let mut regions_out = Out::create(file("regions"), REGIONS_HEADER)?;
+    for r in source::regions(p)? {
+        let r = r?;
+        let n = numbers.of(&r.guid);
+        write_region(&mut regions_out, n, &r)?;
+        top.add(&r);
+    }
+    files.push(regions_out.finish()?);
     let mut samples_out = Out::create(file("samples"), SAMPLES_HEADER)?;
     let mut stacks: std::collections::HashSet<(i64, i64), crate::perfetto::Fast> =
         Default::default();
     let mut guids: HashMap<i64, Arc<str>> = HashMap::new();
-    let mut regions = source::regions(p)?.peekable();
-    let mut samples = crate::samples::samples(p)?.peekable();
-    while regions.peek().is_some() || samples.peek().is_some() {
-        for r in regions.by_ref().take(TURN) {
-            let r = r?;
-            let n = numbers.of(&r.guid);
-            write_region(&mut regions_out, n, &r)?;
-        }
-        for s in samples.by_ref().take(TURN) {
-            let s = s?;
-            let n = numbers.of(&s.guid);
-            if let Some(id) = s.stack_id {
-                if stacks.insert((n, id)) {
-                    guids.entry(n).or_insert_with(|| s.guid.clone());
-                }
+    for s in samples {
+        let s = s?;
+        let n = numbers.of(&s.guid);
+        if let Some(id) = s.stack_id {
+            if stacks.insert((n, id)) {
+                guids.entry(n).or_insert_with(|| s.guid.clone());
             }
-            write_sample(&mut samples_out, n, &s)?;
         }
+        write_sample(&mut samples_out, n, &s)?;
     }
-    files.push(regions_out.finish()?);
     files.push(samples_out.finish()?);
     let mut stacks: Vec<(i64, i64)> = stacks.into_iter().collect();
     stacks.sort_unstable();
     files.push(write_stacks(p, &guids, &stacks, file("stacks"))?);
     let (table, sql) = QUERY_TABLES[2];
     files.push(write_numbered(p, &numbers, table, sql, file(table))?);
-    let top = file("top");
-    let n = write_query_csv(
-        p,
-        "SELECT name, total_calls, total_duration, average, percentage FROM top",
-        &top,
-    )?;
-    files.push((top, n));
+    files.push(top.write(p, file("top"))?);
     Ok(files)
 }
