@@ -172,9 +172,13 @@ fn generate(path: &Path, rows: u64, samples: u64) -> anyhow::Result<()> {
         for (k, th) in threads.iter().enumerate() {
             let base = t + k as u64;
             // Innermost first: regions complete in end order, as recorded.
-            for (lvl, (s, e)) in [(base + 200, base + 400), (base + 100, base + 600), (base, base + 900)]
-                .into_iter()
-                .enumerate()
+            for (lvl, (s, e)) in [
+                (base + 200, base + 400),
+                (base + 100, base + 600),
+                (base, base + 900),
+            ]
+            .into_iter()
+            .enumerate()
             {
                 if regions_done >= due(rows, i, steps) {
                     break;
