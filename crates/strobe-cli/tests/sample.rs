@@ -1673,7 +1673,9 @@ fn jit_code_is_named_from_the_processs_perf_map() {
         c.execute(&format!("UPDATE \"{t}\" SET function = NULL"), [])
             .unwrap();
     }
-    assert!(samples(&copy).iter().all(|s| names(s).first().map_or(true, |n| n != "jitted_loop")));
+    assert!(samples(&copy)
+        .iter()
+        .all(|s| names(s).first().is_none_or(|n| n != "jitted_loop")));
     let o = strobe(&["symbolize", "-i", copy.to_str().unwrap()], &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let again = samples(&copy)

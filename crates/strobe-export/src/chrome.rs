@@ -4,18 +4,23 @@
 //! process/thread name metadata (`M`), regions as complete events (`X`,
 //! in start order; regions that overlap without nesting go to extra lanes
 //! of their thread, since the format requires nesting), instant markers
-//! (`i`), counters (`C`), typed arguments, and each thread's CPU samples as
-//! a flame chart (nested `X` events of the sampled stacks on a lane of
-//! their own), loadable by chrome://tracing, the Perfetto UI and
-//! speedscope. It writes one event at a time and holds only open regions
-//! and stacks; it never reads anything but the profile it is given.
+//! (`i`), counters (`C`), typed arguments, and each thread's samples of
+//! the profile's time kind as a flame chart (nested `X` events of the
+//! sampled stacks on a lane of their own), loadable by chrome://tracing,
+//! the Perfetto UI and speedscope. Each event is written straight to the
+//! output by the crate's JSON writer (`jsonw`; no JSON tree per event).
+//! It holds only open regions and stacks and bounded caches of stacks'
+//! frame names, and never reads anything but the profile it is given.
 
+use std::collections::HashMap;
 use std::io::Write;
+use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
-use strobe_db::Profile;
+use strobe_db::{Profile, ResolvedFrame};
 
 use crate::error::Result;
+use crate::jsonw;
+use crate::samples::StackCache;
 use crate::source;
 
 /// What a Chrome JSON conversion wrote.
@@ -38,6 +43,13 @@ pub struct ChromeStats {
 const LANE_STRIDE: i64 = 1 << 22;
 /// The lane of a thread's sampled stacks.
 const SAMPLE_LANE: i64 = 511;
+/// Bytes of events gathered before they go to the writer: as much as a
+/// large `BufWriter` holds, so that it passes them on without a copy.
+const FLUSH_AT: usize = 1 << 20;
+/// Most stacks whose frame names are kept before the cache starts over.
+const STACK_NAMES: usize = 65_536;
+/// Most distinct frame names kept before the cache starts over.
+const FRAME_NAMES: usize = 1 << 20;
 
 /// The nesting lanes of one thread: each lane a stack of open regions'
 /// ends.
@@ -63,69 +75,264 @@ impl Lanes {
     }
 }
 
-/// An argument's value as its type says (`int`, `float`, `bool`), else a
-/// string.
-fn typed(ty: &str, value: &str) -> Value {
-    let parsed = match ty {
-        "int" | "int64" | "uint64" | "int32" | "uint32" => {
-            value.parse::<i64>().ok().map(Value::from)
-        }
-        "float" | "double" => value.parse::<f64>().ok().map(Value::from),
-        "bool" => value.parse::<bool>().ok().map(Value::from),
-        _ => None,
-    };
-    parsed.unwrap_or_else(|| Value::String(value.to_string()))
-}
-
+/// The document being written: events are appended to a buffer that goes
+/// to the writer in large pieces.
 struct Events<W: Write> {
     out: W,
+    buf: Vec<u8>,
     first: bool,
 }
 
 impl<W: Write> Events<W> {
-    fn push(&mut self, v: &Value) -> Result<()> {
+    /// The buffer, positioned for a new event (after its separator).
+    fn begin(&mut self) -> &mut Vec<u8> {
         if !self.first {
-            self.out.write_all(b",\n")?;
+            self.buf.extend_from_slice(b",\n");
         }
         self.first = false;
-        serde_json::to_writer(&mut self.out, v)?;
+        &mut self.buf
+    }
+
+    /// Ends an event: hands the buffer to the writer when it is full.
+    fn end(&mut self) -> Result<()> {
+        if self.buf.len() >= FLUSH_AT {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
         Ok(())
+    }
+
+    /// A name metadata event (`process_name`, `thread_name`, …) whose
+    /// `args.key` is the concatenation of `value`.
+    fn metadata(
+        &mut self,
+        what: &str,
+        (pid, tid): (i64, i64),
+        key: &str,
+        value: &[&str],
+    ) -> Result<()> {
+        let b = self.begin();
+        b.extend_from_slice(br#"{"ph":"M","name":"#);
+        jsonw::string(b, what);
+        b.extend_from_slice(br#","pid":"#);
+        jsonw::int(b, pid);
+        b.extend_from_slice(br#","tid":"#);
+        jsonw::int(b, tid);
+        b.extend_from_slice(br#","args":{"#);
+        jsonw::string(b, key);
+        b.extend_from_slice(b":\"");
+        for piece in value {
+            jsonw::string_body(b, piece);
+        }
+        b.extend_from_slice(b"\"}}");
+        self.end()
     }
 }
 
-/// One thread's sampled stacks as a flame chart: the frames open since
-/// an earlier sample (outermost first, with their start), and when the
-/// last sample's time ends.
+/// An argument's value as its type says (`int`, `float`, `bool`), else a
+/// string.
+fn typed(b: &mut Vec<u8>, ty: &str, value: &str) {
+    match ty {
+        "int" | "int64" | "uint64" | "int32" | "uint32" => {
+            if let Ok(v) = value.parse::<i64>() {
+                return jsonw::int(b, v);
+            }
+        }
+        "float" | "double" => {
+            if let Ok(v) = value.parse::<f64>() {
+                return jsonw::float(b, v);
+            }
+        }
+        "bool" => {
+            if let Ok(v) = value.parse::<bool>() {
+                return b.extend_from_slice(if v { b"true" } else { b"false" });
+            }
+        }
+        _ => {}
+    }
+    jsonw::string(b, value)
+}
+
+/// A region's `args` object: its arguments (strobe's own nesting record
+/// `depth` left out, the last of equal names kept) and its correlation id.
+fn args(b: &mut Vec<u8>, args: &[(String, String, String)], corr_id: Option<i64>) {
+    b.extend_from_slice(br#","args":{"#);
+    let mut first = true;
+    for (i, (name, ty, value)) in args.iter().enumerate() {
+        // `depth` is strobe's own nesting record, not the program's.
+        if name == "depth"
+            || (corr_id.is_some() && name == "correlation_id")
+            || args[i + 1..].iter().any(|(later, _, _)| later == name)
+        {
+            continue;
+        }
+        if !first {
+            b.push(b',');
+        }
+        first = false;
+        jsonw::string(b, name);
+        b.push(b':');
+        typed(b, ty, value);
+    }
+    if let Some(c) = corr_id {
+        if !first {
+            b.push(b',');
+        }
+        b.extend_from_slice(br#""correlation_id":"#);
+        jsonw::int(b, c);
+    }
+    b.push(b'}');
+}
+
+/// Processes by guid: their index and their time shift, found without
+/// hashing while rows keep coming from the same process.
+struct Guids {
+    shifts: HashMap<String, i64>,
+    base: i64,
+    index: HashMap<Arc<str>, usize>,
+    shift: Vec<i64>,
+    last: Option<(Arc<str>, usize)>,
+}
+
+impl Guids {
+    /// The index of process `guid`.
+    fn index(&mut self, guid: &Arc<str>) -> usize {
+        if let Some((last, i)) = &self.last {
+            if Arc::ptr_eq(last, guid) {
+                return *i;
+            }
+        }
+        let i = match self.index.get(guid) {
+            Some(&i) => i,
+            None => self.insert(guid.clone()),
+        };
+        self.last = Some((guid.clone(), i));
+        i
+    }
+
+    /// The index of process `guid`, from its name.
+    fn index_str(&mut self, guid: &str) -> usize {
+        match self.index.get(guid) {
+            Some(&i) => i,
+            None => self.insert(guid.into()),
+        }
+    }
+
+    fn insert(&mut self, guid: Arc<str>) -> usize {
+        let i = self.shift.len();
+        self.shift
+            .push(self.shifts.get(&*guid).copied().unwrap_or(0));
+        self.index.insert(guid, i);
+        i
+    }
+
+    /// `ns` of process `i` on the common time base, relative to the
+    /// earliest process start (ns).
+    fn at(&self, i: usize, ns: i64) -> i64 {
+        ns.saturating_add(self.shift[i]).saturating_sub(self.base)
+    }
+}
+
+/// Stacks' frame names (outermost first) by (process index, call site),
+/// each name quoted and escaped for JSON once and shared between stacks,
+/// so that samples compare and write them without allocating. Bounded:
+/// each map starts over when full.
 #[derive(Default)]
+struct FrameNames {
+    stacks: HashMap<(usize, i64), Arc<[Arc<str>]>>,
+    names: HashMap<Arc<str>, Arc<str>>,
+}
+
+impl FrameNames {
+    fn get(
+        &mut self,
+        p: &Profile,
+        resolved: &mut StackCache,
+        (guid, proc): (&Arc<str>, usize),
+        id: i64,
+    ) -> Result<&Arc<[Arc<str>]>> {
+        let key = (proc, id);
+        if self.stacks.len() >= STACK_NAMES && !self.stacks.contains_key(&key) {
+            self.stacks.clear();
+        }
+        let names = &mut self.names;
+        Ok(match self.stacks.entry(key) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let frames = resolved.get(p, guid, id)?;
+                e.insert(frames.iter().rev().map(|f| quoted_name(names, f)).collect())
+            }
+        })
+    }
+}
+
+/// The quoted JSON name of frame `f`, shared with equal names.
+fn quoted_name(names: &mut HashMap<Arc<str>, Arc<str>>, f: &ResolvedFrame) -> Arc<str> {
+    let name: Arc<str> = match &f.function {
+        Some(function) => function.clone(),
+        None => source::frame_name(f).into(),
+    };
+    if let Some(q) = names.get(&name) {
+        return q.clone();
+    }
+    if names.len() >= FRAME_NAMES {
+        names.clear();
+    }
+    let q = jsonw::quoted(&name);
+    names.insert(name, q.clone());
+    q
+}
+
+/// One thread's sampled stacks as a flame chart: the frames open since an
+/// earlier sample (outermost first, quoted names with their start in ns),
+/// the stack of the last sample and when its time ends.
 struct Flame {
-    open: Vec<(String, f64)>,
-    end: f64,
+    /// `,"cat":"sample","pid":…,"tid":…,"ts":` of this thread's lane.
+    head: Vec<u8>,
+    open: Vec<(Arc<str>, i64)>,
+    stack: Option<(usize, i64)>,
+    end: i64,
 }
 
 impl Flame {
-    /// A sample with `names` (outermost first) at `at` µs: frames it no
+    fn new(pid: i64, tid: i64) -> Self {
+        let mut head = br#","cat":"sample","pid":"#.to_vec();
+        jsonw::int(&mut head, pid);
+        head.extend_from_slice(br#","tid":"#);
+        jsonw::int(&mut head, tid + SAMPLE_LANE * LANE_STRIDE);
+        head.extend_from_slice(br#","ts":"#);
+        Flame {
+            head,
+            open: Vec::new(),
+            stack: None,
+            end: 0,
+        }
+    }
+
+    /// A sample with `names` (outermost first) at `at` ns: frames it no
     /// longer has end there (as `X` events), new ones begin. Returns the
     /// events written.
-    fn step<W: Write>(
-        &mut self,
-        ev: &mut Events<W>,
-        (pid, tid): (i64, i64),
-        names: &[String],
-        at: f64,
-    ) -> Result<u64> {
+    fn step<W: Write>(&mut self, ev: &mut Events<W>, names: &[Arc<str>], at: i64) -> Result<u64> {
         let shared = self
             .open
             .iter()
             .zip(names)
-            .take_while(|((open, _), name)| open == *name)
+            .take_while(|((open, _), name)| Arc::ptr_eq(open, name) || open == *name)
             .count();
         let mut written = 0;
         while self.open.len() > shared {
             let Some((name, start)) = self.open.pop() else {
                 break;
             };
-            ev.push(&json!({"ph":"X","name":name,"cat":"sample","pid":pid,
-                "tid":tid + SAMPLE_LANE * LANE_STRIDE,"ts":start,"dur":(at - start).max(0.0)}))?;
+            let b = ev.begin();
+            b.extend_from_slice(br#"{"ph":"X","name":"#);
+            b.extend_from_slice(name.as_bytes());
+            b.extend_from_slice(&self.head);
+            jsonw::micros(b, start);
+            b.extend_from_slice(br#","dur":"#);
+            jsonw::micros(b, at.saturating_sub(start).max(0));
+            b.push(b'}');
+            ev.end()?;
             written += 1;
         }
         self.open
@@ -134,72 +341,60 @@ impl Flame {
     }
 }
 
-/// Microseconds (Chrome's unit) from nanoseconds, keeping ns precision.
-fn us(ns: i64) -> f64 {
-    ns as f64 / 1000.0
-}
-
 /// Converts a profile to Chrome trace JSON on `out`. Timestamps are
 /// microseconds on the common time base (see
-/// [`crate::source::clock_shifts`]), relative to the earliest process start
-/// so that the values stay exact in a double.
+/// [`crate::source::clock_shifts`]), relative to the earliest process start,
+/// written as exact decimals of the nanosecond times.
 pub fn write_chrome<W: Write>(p: &Profile, out: W) -> Result<ChromeStats> {
     let procs = source::processes(p)?;
-    let shifts = source::clock_shifts(&procs);
-    let base = procs.iter().filter_map(|q| q.start).min().unwrap_or(0);
-    let t = |guid: &str, ns: i64| us(ns + shifts.get(guid).copied().unwrap_or(0) - base);
-    let mut ev = Events { out, first: true };
+    let mut guids = Guids {
+        shifts: source::clock_shifts(&procs),
+        base: procs.iter().filter_map(|q| q.start).min().unwrap_or(0),
+        index: HashMap::new(),
+        shift: Vec::new(),
+        last: None,
+    };
+    let mut ev = Events {
+        out,
+        buf: Vec::with_capacity(FLUSH_AT + 4096),
+        first: true,
+    };
     let mut st = ChromeStats::default();
-    ev.out
-        .write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
+    ev.buf
+        .extend_from_slice(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
     for pr in &procs {
-        ev.push(&json!({"ph":"M","name":"process_name","pid":pr.pid,"tid":0,
-            "args":{"name": pr.short_name()}}))?;
-        ev.push(
-            &json!({"ph":"M","name":"process_labels","pid":pr.pid,"tid":0,
-            "args":{"labels": pr.command}}),
-        )?;
+        ev.metadata("process_name", (pr.pid, 0), "name", &[&pr.short_name()])?;
+        ev.metadata("process_labels", (pr.pid, 0), "labels", &[&pr.command])?;
         st.metadata += 2;
     }
-    let mut thread_names: std::collections::HashMap<(i64, i64), String> = Default::default();
+    let mut thread_names: HashMap<(i64, i64), String> = HashMap::new();
     for th in p.threads()? {
         let th = th?;
-        let name = th
-            .name
-            .clone()
-            .unwrap_or_else(|| format!("thread {}", th.tid));
-        ev.push(
-            &json!({"ph":"M","name":"thread_name","pid":th.pid,"tid":th.tid,"args":{"name":&name}}),
-        )?;
+        let name = th.name.unwrap_or_else(|| format!("thread {}", th.tid));
+        ev.metadata("thread_name", (th.pid, th.tid), "name", &[&name])?;
         thread_names.insert((th.pid, th.tid), name);
         st.metadata += 1;
     }
-    let lane_name =
-        |names: &std::collections::HashMap<(i64, i64), String>, pid, tid, what: &str| {
-            let base = names
-                .get(&(pid, tid))
-                .cloned()
-                .unwrap_or_else(|| format!("thread {tid}"));
-            format!("{base} ({what})")
+    // `<thread> (what)`, the name of one of a thread's lanes.
+    let lane_name = |pid: i64, tid: i64, what: &str| {
+        let base = match thread_names.get(&(pid, tid)) {
+            Some(name) => name.clone(),
+            None => format!("thread {tid}"),
         };
-    let mut lanes: std::collections::HashMap<(i64, i64), Lanes> = Default::default();
+        format!("{base} ({what})")
+    };
+    let mut lanes: HashMap<(i64, i64), Lanes> = HashMap::new();
+    // The samples' readers start scanning and sorting now, while the
+    // regions are written.
+    let samples = crate::samples::samples(p)?;
     for r in source::regions(p)? {
         let r = r?;
-        let mut args = Map::new();
-        // `depth` is strobe's own nesting record, not the program's.
-        for (n, ty, v) in r.args.iter().filter(|(n, _, _)| n != "depth") {
-            args.insert(n.clone(), typed(ty, v));
-        }
-        if let Some(c) = r.corr_id {
-            args.insert("correlation_id".into(), json!(c));
-        }
+        let proc = guids.index(&r.guid);
+        let at = guids.at(proc, r.start);
         let cat = r.category.as_deref().unwrap_or("region");
-        if r.is_marker() {
-            ev.push(
-                &json!({"ph":"i","s":"t","name":&*r.name,"cat":cat,"pid":r.pid,"tid":r.tid,
-                "ts":t(&r.guid, r.start),"args":args}),
-            )?;
-            st.instants += 1;
+        let marker = r.is_marker();
+        let tid = if marker {
+            r.tid
         } else {
             let (lane, new) = lanes
                 .entry((r.pid, r.tid))
@@ -207,54 +402,349 @@ pub fn write_chrome<W: Write>(p: &Profile, out: W) -> Result<ChromeStats> {
                 .place(r.start, r.end);
             let tid = r.tid + lane as i64 * LANE_STRIDE;
             if new && lane > 0 {
-                let name = lane_name(&thread_names, r.pid, r.tid, &format!("overlapping {lane}"));
-                ev.push(&json!({"ph":"M","name":"thread_name","pid":r.pid,"tid":tid,"args":{"name":name}}))?;
+                let name = lane_name(r.pid, r.tid, &format!("overlapping {lane}"));
+                ev.metadata("thread_name", (r.pid, tid), "name", &[&name])?;
                 st.metadata += 1;
             }
-            ev.push(
-                &json!({"ph":"X","name":&*r.name,"cat":cat,"pid":r.pid,"tid":tid,
-                "ts":t(&r.guid, r.start),"dur":us(r.end - r.start),"args":args}),
-            )?;
+            tid
+        };
+        let b = ev.begin();
+        b.extend_from_slice(if marker {
+            br#"{"ph":"i","s":"t","name":"#
+        } else {
+            br#"{"ph":"X","name":"#
+        });
+        jsonw::string(b, &r.name);
+        b.extend_from_slice(br#","cat":"#);
+        jsonw::string(b, cat);
+        b.extend_from_slice(br#","pid":"#);
+        jsonw::int(b, r.pid);
+        b.extend_from_slice(br#","tid":"#);
+        jsonw::int(b, tid);
+        b.extend_from_slice(br#","ts":"#);
+        jsonw::micros(b, at);
+        if !marker {
+            b.extend_from_slice(br#","dur":"#);
+            jsonw::micros(b, r.end.saturating_sub(r.start));
+        }
+        args(b, &r.args, r.corr_id);
+        b.push(b'}');
+        ev.end()?;
+        if marker {
+            st.instants += 1;
+        } else {
             st.regions += 1;
         }
     }
-    let time_kind = strobe_db::summary::time_kind(p)?.category();
-    let mut flames: std::collections::HashMap<(i64, i64), Flame> = Default::default();
-    for s in p.samples()? {
+    let time_kind = strobe_db::summary::time_kind(p)?;
+    let mut resolved = StackCache::default();
+    let mut frame_names = FrameNames::default();
+    let mut flames: Vec<Flame> = Vec::new();
+    let mut flame_of: HashMap<(i64, i64), usize> = HashMap::new();
+    for s in samples {
         let s = s?;
         if s.kind != time_kind {
             continue;
         }
-        let key = (s.pid, s.tid);
-        if !flames.contains_key(&key) {
-            let name = lane_name(&thread_names, s.pid, s.tid, "samples");
-            let tid = s.tid + SAMPLE_LANE * LANE_STRIDE;
-            ev.push(
-                &json!({"ph":"M","name":"thread_name","pid":s.pid,"tid":tid,"args":{"name":name}}),
-            )?;
-            st.metadata += 1;
+        let fi = match flame_of.get(&(s.pid, s.tid)) {
+            Some(&fi) => fi,
+            None => {
+                let name = lane_name(s.pid, s.tid, "samples");
+                let tid = s.tid + SAMPLE_LANE * LANE_STRIDE;
+                ev.metadata("thread_name", (s.pid, tid), "name", &[&name])?;
+                st.metadata += 1;
+                flame_of.insert((s.pid, s.tid), flames.len());
+                flames.push(Flame::new(s.pid, s.tid));
+                flames.len() - 1
+            }
+        };
+        let proc = guids.index(&s.guid);
+        let at = guids.at(proc, s.timestamp);
+        let flame = &mut flames[fi];
+        let stack = s.stack_id.map(|id| (proc, id));
+        if stack != flame.stack {
+            let names: &[Arc<str>] = match s.stack_id {
+                Some(id) => frame_names.get(p, &mut resolved, (&s.guid, proc), id)?,
+                None => &[],
+            };
+            st.sample_frames += flame.step(&mut ev, names, at)?;
+            flame.stack = stack;
         }
-        let flame = flames.entry(key).or_default();
-        let at = t(&s.guid, s.timestamp);
-        let names: Vec<String> = s.frames.iter().rev().map(source::frame_name).collect();
-        st.sample_frames += flame.step(&mut ev, key, &names, at)?;
-        flame.end = at + us(s.weight_ns.min(i64::MAX as u64) as i64);
+        flame.end = at.saturating_add(s.weight_ns.min(i64::MAX as u64) as i64);
     }
-    for (key, mut flame) in flames {
+    for flame in &mut flames {
         let end = flame.end;
-        st.sample_frames += flame.step(&mut ev, key, &[], end)?;
+        st.sample_frames += flame.step(&mut ev, &[], end)?;
     }
     for c in source::counters(p)? {
         let c = c?;
-        let name = match c.tid {
-            Some(tid) => format!("{} (tid {tid})", c.name),
-            None => c.name.clone(),
-        };
-        ev.push(&json!({"ph":"C","name":name,"pid":c.pid,"ts":t(&c.guid, c.timestamp),
-            "args":{ c.units.clone().filter(|u| !u.is_empty()).unwrap_or_else(|| "value".into()): c.value }}))?;
+        let proc = guids.index_str(&c.guid);
+        let at = guids.at(proc, c.timestamp);
+        let b = ev.begin();
+        b.extend_from_slice(br#"{"ph":"C","name":""#);
+        jsonw::string_body(b, &c.name);
+        if let Some(tid) = c.tid {
+            b.extend_from_slice(b" (tid ");
+            jsonw::int(b, tid);
+            b.push(b')');
+        }
+        b.extend_from_slice(br#"","pid":"#);
+        jsonw::int(b, c.pid);
+        b.extend_from_slice(br#","ts":"#);
+        jsonw::micros(b, at);
+        b.extend_from_slice(br#","args":{"#);
+        jsonw::string(
+            b,
+            c.units
+                .as_deref()
+                .filter(|u| !u.is_empty())
+                .unwrap_or("value"),
+        );
+        b.push(b':');
+        jsonw::float(b, c.value);
+        b.extend_from_slice(b"}}");
+        ev.end()?;
         st.counters += 1;
     }
-    ev.out.write_all(b"\n]}\n")?;
+    ev.buf.extend_from_slice(b"\n]}\n");
+    ev.out.write_all(&ev.buf)?;
     ev.out.flush()?;
     Ok(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+    use strobe_db::{
+        Arg, CounterInfo, FrameSymbols, ModuleRow, ProcessInfo, Region, SampleMeta, StackFrame,
+        ThreadInfo, Writer, WriterOptions,
+    };
+
+    use super::*;
+
+    /// Quote, backslash, control characters and non-ASCII.
+    const ODD: &str = "q\"uo\\te\t\n\r\u{1}\u{1f}\u{7f} ünï – 𝄞 🦀";
+    /// The process start, the base of the timestamps (ns).
+    const START: u64 = 5_000_000;
+
+    /// A database whose every name is `ODD`-like, with a region at
+    /// 1234.567 µs, a marker, a counter and samples of two stacks.
+    fn odd_profile(dir: &std::path::Path) -> Profile {
+        let path = dir.join("odd.db");
+        let info = ProcessInfo {
+            pid: 7,
+            ppid: 1,
+            init_ns: START,
+            start_ns: START,
+            start_unix_ns: 1_763_000_000_000_000_000,
+            command: format!("/bin/{ODD} --flag"),
+            environment: vec![],
+        };
+        let mut w = Writer::create(&path, &info, WriterOptions::default()).unwrap();
+        let t = w
+            .add_thread(&ThreadInfo {
+                tid: 7,
+                name: Some(ODD),
+                start_ns: Some(START),
+            })
+            .unwrap();
+        let name = w.intern_string(ODD).unwrap();
+        let cat = w.intern_string("c\"at\\").unwrap();
+        let args = [
+            Arg {
+                name: ODD,
+                ty: "str",
+                value: ODD,
+            },
+            Arg {
+                name: "n",
+                ty: "int",
+                value: "-42",
+            },
+            Arg {
+                name: "x",
+                ty: "double",
+                value: "0.25",
+            },
+            Arg {
+                name: "b",
+                ty: "bool",
+                value: "true",
+            },
+            Arg {
+                name: "not_an_int",
+                ty: "int",
+                value: "1.5e",
+            },
+            Arg {
+                name: "depth",
+                ty: "int",
+                value: "3",
+            },
+        ];
+        for (start, end) in [(1_234_567, 1_235_568), (1_300_000, 1_300_000)] {
+            w.append_region(&Region {
+                thread: t,
+                start_ns: START + start,
+                end_ns: START + end,
+                name,
+                category: Some(cat),
+                stack: None,
+                correlation_id: Some(9),
+                args: &args,
+            })
+            .unwrap();
+        }
+        let module = w
+            .add_module(&ModuleRow {
+                path: "/lib/libodd.so",
+                build_id: None,
+                load_address: 0x10_0000,
+                size: 0x1000,
+                file_offset: 0,
+                load_ns: Some(START),
+            })
+            .unwrap();
+        let frame = |rel_pc| StackFrame {
+            module: Some(module),
+            rel_pc,
+        };
+        let (outer, inner) = (
+            w.intern_frame(frame(0x100)).unwrap(),
+            w.intern_frame(frame(0x200)).unwrap(),
+        );
+        let inner_name = format!("inner<{ODD}>");
+        w.set_frame_symbols(&[
+            FrameSymbols {
+                frame: outer,
+                function: Some(ODD),
+                file: None,
+                line: None,
+            },
+            FrameSymbols {
+                frame: inner,
+                function: Some(&inner_name),
+                file: None,
+                line: None,
+            },
+        ])
+        .unwrap();
+        let track = w.add_track(Some(t), "samples").unwrap();
+        // Leaf first: outer+inner, outer+inner, outer alone (unsymbolized 0x300).
+        let stacks = [
+            vec![frame(0x200), frame(0x100)],
+            vec![frame(0x200), frame(0x100)],
+            vec![frame(0x300), frame(0x100)],
+        ];
+        for (k, stack) in stacks.iter().enumerate() {
+            let at = START + 2_000_000 + k as u64 * 1_000_001;
+            w.append_sample(track, SampleMeta::cpu(at, 1_000_001), stack)
+                .unwrap();
+        }
+        let ctr = w
+            .add_counter(&CounterInfo {
+                name: ODD,
+                description: None,
+                units: Some("b\"ytes"),
+                component: None,
+                accumulating: false,
+                expression: None,
+            })
+            .unwrap();
+        w.append_counter_sample(ctr, None, START + 1_500_000, 0.1)
+            .unwrap();
+        w.finish(START + 10_000_000).unwrap();
+        Profile::open_files(&[path]).unwrap()
+    }
+
+    #[test]
+    fn odd_strings_round_trip_and_timestamps_keep_nanoseconds() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = odd_profile(dir.path());
+        let mut out = Vec::new();
+        let st = write_chrome(&p, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let v: Value = serde_json::from_str(&text).expect("valid JSON");
+        let events = v["traceEvents"].as_array().unwrap();
+        let find = |ph: &str, cat: &str| {
+            events
+                .iter()
+                .find(|e| e["ph"] == ph && e["cat"] == cat)
+                .unwrap_or_else(|| panic!("no {ph} {cat} in {text}"))
+        };
+        let region = find("X", "c\"at\\");
+        assert_eq!(region["name"], ODD);
+        assert_eq!(region["ts"].as_f64(), Some(1234.567));
+        assert_eq!(region["dur"].as_f64(), Some(1.001));
+        assert!(text.contains(r#""ts":1234.567,"dur":1.001,"#), "{text}");
+        let args = &region["args"];
+        assert_eq!(args[ODD], ODD);
+        assert_eq!(args["n"], -42);
+        assert_eq!(args["x"], 0.25);
+        assert_eq!(args["b"], true);
+        assert_eq!(args["not_an_int"], "1.5e");
+        assert_eq!(args["correlation_id"], 9);
+        assert!(args.get("depth").is_none());
+        assert_eq!(args.as_object().unwrap().len(), 6);
+        let marker = find("i", "c\"at\\");
+        assert_eq!(marker["name"], ODD);
+        assert_eq!(marker["ts"].as_f64(), Some(1300.0));
+        assert_eq!(marker["s"], "t");
+        let counter = events.iter().find(|e| e["ph"] == "C").unwrap();
+        assert_eq!(counter["name"], ODD);
+        assert_eq!(counter["ts"].as_f64(), Some(1500.0));
+        assert_eq!(counter["args"]["b\"ytes"], 0.1);
+        let names: Vec<(&str, &str)> = events
+            .iter()
+            .filter(|e| e["ph"] == "M")
+            .map(|e| {
+                (
+                    e["name"].as_str().unwrap(),
+                    e["args"]["name"].as_str().unwrap_or(""),
+                )
+            })
+            .collect();
+        assert!(names.contains(&("thread_name", ODD)), "{names:?}");
+        let samples_lane = format!("{ODD} (samples)");
+        assert!(names.contains(&("thread_name", samples_lane.as_str())));
+        let labels = events
+            .iter()
+            .find(|e| e["name"] == "process_labels")
+            .unwrap();
+        assert_eq!(labels["args"]["labels"], format!("/bin/{ODD} --flag"));
+        // The flame chart: the outer frame spans all three samples, the
+        // inner one the first two, the unsymbolized leaf the last.
+        let frames: Vec<(&str, f64, f64, i64)> = events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["cat"] == "sample")
+            .map(|e| {
+                (
+                    e["name"].as_str().unwrap(),
+                    e["ts"].as_f64().unwrap(),
+                    e["dur"].as_f64().unwrap(),
+                    e["tid"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        let lane = 7 + SAMPLE_LANE * LANE_STRIDE;
+        let inner_name = format!("inner<{ODD}>");
+        assert_eq!(
+            frames,
+            vec![
+                (inner_name.as_str(), 2000.0, 2000.002, lane),
+                ("libodd.so+0x300", 4000.002, 1000.001, lane),
+                (ODD, 2000.0, 3000.003, lane),
+            ]
+        );
+        assert_eq!(
+            st,
+            ChromeStats {
+                metadata: 4,
+                regions: 1,
+                instants: 1,
+                counters: 1,
+                sample_frames: 3,
+            }
+        );
+    }
 }

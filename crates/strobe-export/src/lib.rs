@@ -9,9 +9,8 @@
 //! [`folded::write_diff_flamegraph`], [`pprof::write_pprof`],
 //! [`firefox::write_firefox`] and [`csv::write_csv`]. They read the
 //! profile through streaming, time-ordered queries ([`source`]) and never
-//! hold a trace in memory (the Firefox format excepted, see
-//! docs/exports.md). The crate never prints and never chooses file names
-//! beyond [`format::Format::extension`].
+//! hold a trace in memory. The crate never prints and never chooses file
+//! names beyond [`format::Format::extension`].
 
 #![warn(missing_docs)]
 
@@ -21,11 +20,13 @@ pub mod error;
 pub mod firefox;
 pub mod folded;
 pub mod format;
+mod jsonw;
 pub mod perfetto;
 pub mod pprof;
 mod runsort;
 pub mod samples;
 pub mod source;
+mod spool;
 
 pub use error::{ExportError, Result};
 pub use format::Format;
