@@ -4,12 +4,13 @@
 //!
 //! Owns the process's module list (from `/proc/PID/maps` when sampling
 //! starts and from the ring's mapping records afterwards), reading each
-//! module's unwind tables from its ELF file, and the walk itself. Never
-//! reads the process's memory: only the copied stack.
+//! module's unwind tables from its ELF file, and the walk itself, through
+//! signal frames too. Never reads the process's memory: only the copied
+//! stack.
 
 use crate::profile::Module;
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
-use framehop::{ExplicitModuleSectionInfo, Unwinder};
+use framehop::{ExplicitModuleSectionInfo, FrameAddress, Unwinder};
 use std::ops::Range;
 
 /// The sections of an ELF file framehop needs, by virtual address.
@@ -70,10 +71,46 @@ fn read_sections(path: &str) -> Option<Sections> {
     Some(sections)
 }
 
+/// The two encodings of `mov $15 (rt_sigreturn), %rax|%eax` that, followed
+/// by `syscall`, are the whole body of a signal restorer (glibc's and
+/// musl's `__restore_rt`, Go's `runtime.sigreturn`).
+const LOAD_RT_SIGRETURN: [&[u8]; 2] = [&[0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0], &[0xb8, 0x0f, 0, 0, 0]];
+const SYSCALL: [u8; 2] = [0x0f, 0x05];
+
+/// Where signal restorers lie in `text` (loaded at `avma`): for each, the
+/// address of its first instruction (where a signal handler returns to)
+/// and the address after its `syscall` (where a thread in `rt_sigreturn`
+/// is sampled).
+fn find_restorers(text: &[u8], avma: u64) -> Vec<(u64, u64)> {
+    let mut found = Vec::new();
+    for at in 0..text.len().saturating_sub(1) {
+        if text[at..at + 2] != SYSCALL {
+            continue;
+        }
+        for load in LOAD_RT_SIGRETURN {
+            if text[..at].ends_with(load) {
+                let start = (at - load.len()) as u64;
+                found.push((avma + start, avma + at as u64 + 2));
+            }
+        }
+    }
+    found
+}
+
+/// Offsets in the `ucontext_t` a signal restorer finds at its stack
+/// pointer (x86-64): `uc_mcontext` follows `uc_flags`, `uc_link` and
+/// `uc_stack` (40 bytes), its general registers in the kernel's order
+/// r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip.
+const UC_RBP: u64 = 40 + 10 * 8;
+const UC_RSP: u64 = 40 + 15 * 8;
+const UC_RIP: u64 = 40 + 16 * 8;
+
 /// The modules of one process and an unwinder over them.
 pub struct ProcessUnwinder {
     unwinder: UnwinderX86_64<Vec<u8>>,
     cache: CacheX86_64,
+    /// Signal restorers: (first instruction, after the syscall).
+    restorers: Vec<(u64, u64)>,
     /// Modules known, for the database.
     pub modules: Vec<Module>,
 }
@@ -84,6 +121,7 @@ impl ProcessUnwinder {
         ProcessUnwinder {
             unwinder: UnwinderX86_64::new(),
             cache: CacheX86_64::new(),
+            restorers: Vec::new(),
             modules: Vec::new(),
         }
     }
@@ -103,6 +141,10 @@ impl ProcessUnwinder {
             return;
         }
         if let Some(s) = read_sections(&m.path) {
+            if let Some((svma, code)) = &s.text {
+                let avma = svma.start.wrapping_add(m.bias);
+                self.restorers.extend(find_restorers(code, avma));
+            }
             let (text_svma, text) = s.text.map_or((None, None), |(r, d)| (Some(r), Some(d)));
             let (eh_svma, eh) = s.eh_frame.map_or((None, None), |(r, d)| (Some(r), Some(d)));
             let (hdr_svma, hdr) = s
@@ -138,8 +180,13 @@ impl ProcessUnwinder {
     }
 
     /// Walks from the sampled registers through `stack` (the copy of the
-    /// memory from `sp` up); returns the return addresses, innermost first,
-    /// and whether the walk reached the outermost frame.
+    /// memory from `sp` up); returns the instruction pointer then the
+    /// return addresses, innermost first, and whether the walk reached the
+    /// outermost frame. A frame in a
+    /// signal restorer continues with the interrupted code, whose
+    /// registers the kernel saved on the stack; where that code's own
+    /// stack is not in the copy (a handler on an alternate signal stack,
+    /// as Go's always are) the walk ends there, incomplete.
     pub fn unwind(
         &mut self,
         ip: u64,
@@ -148,27 +195,117 @@ impl ProcessUnwinder {
         stack: &[u8],
         max: usize,
     ) -> (Vec<u64>, bool) {
-        let mut read = |addr: u64| -> Result<u64, ()> {
+        let read = |addr: u64| -> Result<u64, ()> {
             let at = addr.checked_sub(sp).ok_or(())? as usize;
             let bytes = stack.get(at..at + 8).ok_or(())?;
             Ok(u64::from_le_bytes(bytes.try_into().map_err(|_| ())?))
         };
-        let mut frames = self.unwinder.iter_frames(
-            ip,
-            UnwindRegsX86_64::new(ip, sp, bp),
-            &mut self.cache,
-            &mut read,
-        );
+        let mut regs = UnwindRegsX86_64::new(ip, sp, bp);
+        let mut address = FrameAddress::from_instruction_pointer(ip);
         let mut out = Vec::new();
         loop {
             if out.len() == max {
                 return (out, false);
             }
-            match frames.next() {
-                Ok(Some(frame)) => out.push(frame.address()),
+            out.push(address.address());
+            if let Some(interrupted) = self.signal_frame(address, &regs, &read) {
+                // Frames after the first are looked up one byte before
+                // their address (the call instruction); a handler returns
+                // to the restorer's first byte and the interrupted code
+                // stopped at its instruction, so both are stored one past.
+                if let FrameAddress::ReturnAddress(_) = address {
+                    *out.last_mut().unwrap() += 1;
+                }
+                if out.len() == max {
+                    return (out, false);
+                }
+                regs = interrupted;
+                address = FrameAddress::from_instruction_pointer(regs.ip());
+                out.push(regs.ip() + 1);
+            }
+            let next = self
+                .unwinder
+                .unwind_frame(address, &mut regs, &mut self.cache, &mut |a| read(a));
+            match next {
+                Ok(Some(ra)) => match FrameAddress::from_return_address(ra) {
+                    Some(ra) => address = ra,
+                    None => return (out, false),
+                },
                 Ok(None) => return (out, true),
                 Err(_) => return (out, false),
             }
         }
+    }
+
+    /// The registers of the code a signal interrupted, when `address` is in
+    /// a signal restorer: sampled inside its `rt_sigreturn`, or returned to
+    /// by a handler; the restorer's stack pointer then points at the
+    /// `ucontext_t` the kernel saved.
+    fn signal_frame(
+        &self,
+        address: FrameAddress,
+        regs: &UnwindRegsX86_64,
+        read: &impl Fn(u64) -> Result<u64, ()>,
+    ) -> Option<UnwindRegsX86_64> {
+        let at = address.address();
+        let restorer = match address {
+            FrameAddress::InstructionPointer(_) => self.restorers.iter().any(|r| r.1 == at),
+            FrameAddress::ReturnAddress(_) => self.restorers.iter().any(|r| r.0 == at),
+        };
+        if !restorer {
+            return None;
+        }
+        let uc = regs.sp();
+        let ip = read(uc + UC_RIP).ok()?;
+        let sp = read(uc + UC_RSP).ok()?;
+        let bp = read(uc + UC_RBP).ok()?;
+        (ip != 0 && sp != 0).then(|| UnwindRegsX86_64::new(ip, sp, bp))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restorers_are_found_in_both_encodings_and_nowhere_else() {
+        let mut text = vec![0x90; 8];
+        text.extend([0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05]);
+        text.extend([0xb8, 0x0e, 0, 0, 0, 0x0f, 0x05]); // rt_sigprocmask
+        text.extend([0xb8, 0x0f, 0, 0, 0, 0x0f, 0x05]);
+        assert_eq!(
+            find_restorers(&text, 0x1000),
+            [(0x1008, 0x1011), (0x1018, 0x101f)]
+        );
+    }
+
+    /// A stack copy starting at `sp` that holds, at `sp`, the `ucontext_t`
+    /// of an interrupted `ip`, `sp` and `bp`.
+    fn signal_stack(ip: u64, sp: u64, bp: u64) -> Vec<u8> {
+        let mut stack = vec![0u8; 1024];
+        for (at, v) in [(UC_RIP, ip), (UC_RSP, sp), (UC_RBP, bp)] {
+            stack[at as usize..at as usize + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        stack
+    }
+
+    #[test]
+    fn a_sample_in_rt_sigreturn_continues_with_the_interrupted_code() {
+        let mut u = ProcessUnwinder::for_process(std::process::id() as i32);
+        let &(_, after_syscall) = u.restorers.first().expect("libc's __restore_rt");
+        let interrupted = u
+            .modules
+            .iter()
+            .find(|m| m.path.contains("libc.so"))
+            .map(|m| m.text.start + 0x100)
+            .unwrap();
+        // The interrupted code ran on another stack (not in the copy).
+        let stack = signal_stack(interrupted, 0x7000_0000, 0x7000_0100);
+        let (frames, complete) = u.unwind(after_syscall, 0x1000_0000, 0, &stack, 64);
+        assert_eq!(frames, [after_syscall, interrupted + 1]);
+        assert!(!complete);
+        // Anywhere else the saved context is not looked for.
+        let (frames, _) = u.unwind(after_syscall - 1, 0x1000_0000, 0, &stack, 64);
+        assert_eq!(frames, [after_syscall - 1]);
     }
 }
