@@ -420,7 +420,7 @@ pub fn write_csv(p: &Profile, dir: &Path, stem: &str) -> Result<Vec<(PathBuf, u6
     }
     files.push(regions_out.finish()?);
     let mut samples_out = Out::create(file("samples"), SAMPLES_HEADER)?;
-    let mut stacks: std::collections::HashSet<(i64, i64), crate::perfetto::Fast> =
+    let mut stacks: std::collections::HashSet<(i64, i64), crate::fasthash::Fast> =
         Default::default();
     let mut guids: HashMap<i64, Arc<str>> = HashMap::new();
     for s in samples {

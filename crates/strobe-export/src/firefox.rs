@@ -18,7 +18,6 @@
 //! opens a named file.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{self, BufWriter, Write};
 use std::sync::Arc;
 
@@ -116,47 +115,7 @@ const COLUMNS: usize = 10;
 /// Most region names a thread remembers by pointer.
 const NAME_CACHE: usize = 4096;
 
-/// A multiply-rotate hasher for the small integer and string keys here
-/// (SipHash costs more than the rest of a row's work).
-#[derive(Default)]
-struct FastHasher(u64);
-
-impl Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = self.0 ^ 0xcbf2_9ce4_8422_2325;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut v = [0u8; 8];
-            v.copy_from_slice(c);
-            h = (h ^ u64::from_le_bytes(v))
-                .wrapping_mul(0x0000_0100_0000_01b3)
-                .rotate_left(23);
-        }
-        for b in chunks.remainder() {
-            h = (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0 ^ v)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            .rotate_left(29);
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(u64::from(v));
-    }
-    fn write_i64(&mut self, v: i64) {
-        self.write_u64(v as u64);
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-}
-
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+use crate::fasthash::FastMap;
 
 /// Appends an unsigned integer.
 #[inline]

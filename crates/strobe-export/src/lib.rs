@@ -17,6 +17,7 @@
 pub mod chrome;
 pub mod csv;
 pub mod error;
+mod fasthash;
 pub mod firefox;
 pub mod folded;
 pub mod format;

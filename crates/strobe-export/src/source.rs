@@ -245,8 +245,8 @@ struct SetStream<'p> {
     guid: Arc<str>,
     feed: Feed<'p>,
     string_sql: String,
-    strings: crate::perfetto::FastMap<i64, Arc<str>>,
-    threads: crate::perfetto::FastMap<i64, (i64, i64)>,
+    strings: crate::fasthash::FastMap<i64, Arc<str>>,
+    threads: crate::fasthash::FastMap<i64, (i64, i64)>,
 }
 
 /// Time-ordered regions of every process: one ordered query per process
@@ -440,7 +440,7 @@ pub fn regions(p: &Profile) -> Result<Regions<'_>> {
         let tsql = format!(
             "SELECT T.id, P.pid, T.tid FROM \"{sc}\".\"rocpd_info_thread{sf}\" T JOIN \"{sc}\".\"rocpd_info_process{sf}\" P ON P.id = T.pid"
         );
-        let mut threads = crate::perfetto::FastMap::default();
+        let mut threads = crate::fasthash::FastMap::default();
         {
             let mut st = conn.prepare(&tsql).map_err(qerr(&tsql))?;
             let rows = st
@@ -481,7 +481,7 @@ pub fn regions(p: &Profile) -> Result<Regions<'_>> {
                             error: None,
                         },
                         string_sql: string_sql.clone(),
-                        strings: crate::perfetto::FastMap::default(),
+                        strings: crate::fasthash::FastMap::default(),
                         threads: threads.clone(),
                     });
                 }
@@ -492,7 +492,7 @@ pub fn regions(p: &Profile) -> Result<Regions<'_>> {
                     guid,
                     feed: Feed::Local(p.query_stream(&sql, raw_region)?.peekable()),
                     string_sql,
-                    strings: crate::perfetto::FastMap::default(),
+                    strings: crate::fasthash::FastMap::default(),
                     threads,
                 });
             }

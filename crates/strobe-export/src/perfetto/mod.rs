@@ -22,6 +22,7 @@ use prost::Message;
 use strobe_db::{CounterRow, Profile, SampleRow, ThreadRecord};
 
 use crate::error::Result;
+use crate::fasthash::{Fast, FastMap};
 use crate::samples::SampleEvent;
 use crate::source::{self, ModuleRow, ProcessRow, RegionRow};
 use proto::*;
@@ -75,41 +76,6 @@ pub fn process_uuid(guid: &str) -> u64 {
 pub fn thread_uuid(guid: &str, tid: i64) -> u64 {
     hash64(&[b"t", guid.as_bytes(), &tid.to_le_bytes()])
 }
-
-/// FNV-style 64-bit hasher for the writer's hot maps (keys are short and
-/// trusted; SipHash's DoS resistance is not needed here).
-#[derive(Default, Clone, Copy)]
-pub(crate) struct FastHasher(u64);
-impl std::hash::Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = self.0 ^ 0xcbf2_9ce4_8422_2325;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let v = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-            h = (h ^ v).wrapping_mul(0x0000_0100_0000_01b3).rotate_left(23);
-        }
-        for b in chunks.remainder() {
-            h = (h ^ *b as u64).wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0 ^ v)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            .rotate_left(29);
-    }
-    fn write_i64(&mut self, v: i64) {
-        self.write_u64(v as u64);
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-}
-pub(crate) type Fast = std::hash::BuildHasherDefault<FastHasher>;
-pub(crate) type FastMap<K, V> = HashMap<K, V, Fast>;
 
 struct Lane {
     uuid: u64,
