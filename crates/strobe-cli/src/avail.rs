@@ -26,6 +26,15 @@ pub struct AvailArgs {
     #[arg(long)]
     components: bool,
 
+    /// List what can be counted (perf hardware, cache and software events, PMU events from
+    /// sysfs, rusage and /proc values), each probed: whether it works here, and why not.
+    #[arg(long)]
+    counters: bool,
+
+    /// List the derived metrics (built in, and from the file in STROBE_METRICS).
+    #[arg(long)]
+    metrics: bool,
+
     /// Only this category of settings (general, output, sampling, tracing, buffer).
     #[arg(long, value_name = "C", value_parser = parse_category)]
     category: Option<Category>,
@@ -70,6 +79,15 @@ pub fn run(args: &AvailArgs, config: Option<&Path>) -> Result<()> {
     let settings = load_settings(config, &args.flags)?;
     if let Some(target) = &args.generate_config {
         return write_config(&settings, target, args.force);
+    }
+    if args.counters || args.metrics {
+        if args.counters {
+            crate::avail_counters::print_counters(args.json)?;
+        }
+        if args.metrics {
+            crate::avail_counters::print_metrics(args.json)?;
+        }
+        return Ok(());
     }
     if args.components {
         print_components(args.json)?;

@@ -54,6 +54,11 @@ pub fn install_forwarding() {
     }
 }
 
+/// Signals sent to strobe go to `pid` from now on (0: to nobody).
+pub fn forward_to(pid: i32) {
+    CHILD.store(pid, Ordering::SeqCst);
+}
+
 /// How the program ended.
 pub enum Outcome {
     /// It could not be started: exit code and message.

@@ -2,9 +2,11 @@
 //! subcommand lives in its own module and only parses, calls and prints.
 
 mod avail;
+mod avail_counters;
 mod collect_for;
 mod components;
 mod convert;
+mod held;
 mod launch;
 mod merge;
 mod output;
@@ -13,6 +15,8 @@ mod run_dir;
 mod runtime_lib;
 mod sample;
 mod setting_flags;
+mod stat;
+mod stat_report;
 mod summary;
 mod symbolize;
 mod symbolize_cmd;
@@ -25,10 +29,13 @@ const EXAMPLES: &str = "\
 Examples:
   strobe sample -- ./app args                    profile a program (see `strobe sample --help`)
   strobe sample --flamegraph -- ./app            ... and write an SVG flamegraph
+  strobe stat -- ./app args                      count events and metrics, as perf stat does
   strobe summary -i strobe-output                the tables again, for every process
   strobe convert -i strobe-output -f pftrace     a Perfetto trace of the run
   strobe avail                                   every setting, its value and where it came from
   strobe avail --components                      what strobe can measure
+  strobe avail --counters                        what can be counted here (strobe stat -e)
+  strobe avail --metrics                         the derived metrics (strobe stat -M)
   strobe avail --settings --category sampling    only the sampling settings
   strobe avail --json                            the same as JSON
   strobe avail --generate-config strobe.toml     write a commented config file
@@ -58,6 +65,9 @@ enum Command {
     Avail(avail::AvailArgs),
     /// Run a program under the sampling profiler: `strobe sample [options] -- <command> <args>`.
     Sample(sample::SampleArgs),
+    /// Count events and derived metrics of a program, as `perf stat` does:
+    /// `strobe stat [-e EVENTS] [-M METRICS] -- <command> <args>`.
+    Stat(stat::StatArgs),
     /// Run SQL on one or many profile databases (as one database).
     Query(query::QueryArgs),
     /// Merge profile databases into one file.
@@ -77,9 +87,20 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let config = cli.config.as_deref();
+    if !matches!(
+        cli.command,
+        Command::Sample(_) | Command::Stat(_) | Command::CollectFor(_)
+    ) {
+        // Listings piped into `head` end quietly, as other tools do; the
+        // commands that run a program keep ignoring SIGPIPE so that a
+        // closed terminal never loses what they collect.
+        // SAFETY: restoring the default disposition before any thread.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let result = match cli.command {
         Command::Avail(args) => avail::run(&args, config).map(|()| 0),
         Command::Sample(args) => sample::run_sample(&args, config),
+        Command::Stat(args) => stat::run(&args),
         Command::Query(args) => query::run(args).map(|()| 0),
         Command::Merge(args) => merge::run(args).map(|()| 0),
         Command::Summary(args) => summary::run(args).map(|()| 0),

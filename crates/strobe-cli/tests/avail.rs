@@ -263,3 +263,87 @@ fn components_are_listed_with_what_they_record() {
         .unwrap()
         .contains("rocpd_sample"));
 }
+
+#[test]
+fn counters_are_listed_probed_with_the_reason_when_they_cannot_count() {
+    let doc = json(&["avail", "--counters", "--json"], &[]);
+    let counters = doc["counters"].as_array().unwrap();
+    let find = |name: &str| {
+        counters
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("{name} listed"))
+    };
+    // Software events count on any Linux machine.
+    for name in [
+        "task-clock",
+        "page-faults",
+        "context-switches",
+        "cpu-migrations",
+    ] {
+        assert_eq!(find(name)["available"], true, "{name}");
+    }
+    // Hardware ones count where there is a PMU, and say why not elsewhere.
+    let cycles = find("cycles");
+    if cycles["available"] == false {
+        assert!(!cycles["why_not"].as_str().unwrap().is_empty());
+    }
+    assert!(counters.iter().any(|c| c["kind"] == "rusage"));
+    assert!(counters.iter().any(|c| c["kind"] == "proc"));
+    let table = strobe(&["avail", "--counters"], &[]);
+    let out = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        out.contains("task-clock") && out.contains("counters can be counted here"),
+        "{out}"
+    );
+}
+
+#[test]
+fn metrics_are_listed_with_their_definitions_and_a_user_file_adds_to_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("m.xml");
+    std::fs::write(
+        &file,
+        "<global>\n  <metric name=twice expr=`task-clock` * 2 ></metric>\n</global>\n",
+    )
+    .unwrap();
+    let doc = json(
+        &["avail", "--metrics", "--json"],
+        &[("STROBE_METRICS", file.to_str().unwrap())],
+    );
+    let all = doc.as_array().unwrap();
+    assert!(all
+        .iter()
+        .any(|m| m["name"] == "IPC" && m["definition"] == "instructions / cycles"));
+    assert!(all.iter().any(|m| m["name"] == "twice"), "{doc}");
+}
+
+#[test]
+fn a_listing_piped_into_a_reader_that_stops_early_ends_quietly() {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    // A pipe smaller than the listing, so strobe writes after the reader
+    // has gone.
+    let mut fds = [0; 2];
+    // SAFETY: fds has room for two descriptors.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both descriptors were just created and are owned here.
+    let (read_end, write_end) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe { libc::fcntl(fds[1], libc::F_SETPIPE_SZ, 4096) };
+    let child = Command::new(env!("CARGO_BIN_EXE_strobe"))
+        .args(["avail", "--counters"])
+        .stdout(std::process::Stdio::from(write_end))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = std::fs::File::from(read_end);
+    let mut first = [0u8; 16];
+    reader.read_exact(&mut first).unwrap();
+    drop(reader);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.status.code() != Some(101), "{err}");
+}
