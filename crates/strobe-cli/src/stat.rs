@@ -60,6 +60,10 @@ pub struct StatArgs {
     #[arg(short = 'I', long = "interval-print", value_name = "MS")]
     interval_ms: Option<u64>,
 
+    /// Also print each thread's (and child process's) counts, collected as each one exits.
+    #[arg(long)]
+    per_thread: bool,
+
     /// When the counters need more groups than the PMU has slots: `1` multiplexes them in one
     /// run (counts scaled by enabled / running time, shown as a percentage); a number or `auto`
     /// runs the command once per group instead and combines the counts.
@@ -131,6 +135,7 @@ fn open(
     pid: libc::pid_t,
     single_group: bool,
     explicit: bool,
+    per_thread: bool,
 ) -> Result<Counters> {
     let options = OpenOptions {
         inherit: true,
@@ -140,7 +145,12 @@ fn open(
     };
     loop {
         let specs: Vec<CounterSpec> = wanted.iter().filter_map(|w| w.spec.clone()).collect();
-        match Counters::open(&specs, Target::Process(pid), &options) {
+        let opened = if per_thread {
+            Counters::open_per_thread(&specs, Target::Process(pid), &options)
+        } else {
+            Counters::open(&specs, Target::Process(pid), &options)
+        };
+        match opened {
             Ok(c) => return Ok(c),
             Err(e) => {
                 // Which one: the first that cannot be opened alone.
@@ -262,6 +272,9 @@ type OnInterval<'a> = dyn FnMut(&[Wanted], f64, u64, &[Reading], &[Reading]) + '
 /// child's status and resource usage.
 struct Run {
     readings: Vec<Reading>,
+    /// `--per-thread`: (pid, tid, readings) of each thread as it exited,
+    /// then the rest.
+    threads: Vec<(libc::pid_t, libc::pid_t, Vec<Reading>)>,
     wall_ns: u64,
     status: std::process::ExitStatus,
     usage: libc::rusage,
@@ -276,7 +289,7 @@ fn run_once(
     let name = args.command[0].to_string_lossy().into_owned();
     let mut held = Held::spawn(&args.command).context("cannot start the command")?;
     let explicit = !args.events.is_empty();
-    let mut counters = open(wanted, held.pid(), single_group, explicit)?;
+    let mut counters = open(wanted, held.pid(), single_group, explicit, args.per_thread)?;
     let groups = counters.group_count();
     crate::launch::install_forwarding();
     crate::launch::forward_to(held.pid());
@@ -286,7 +299,16 @@ fn run_once(
         return Ok(Err(e));
     }
     let (status, usage) = match args.interval_ms {
-        None => held.wait()?,
+        None if !args.per_thread => held.wait()?,
+        None => loop {
+            // Thread exits are drained as they come, so a program making
+            // many short threads does not overflow their ring.
+            if let Some(done) = held.poll(libc::WNOHANG)? {
+                break done;
+            }
+            counters.collect_thread_exits();
+            std::thread::sleep(Duration::from_millis(20));
+        },
         Some(ms) => {
             let period = Duration::from_millis(ms.max(1));
             let mut previous = counters.read()?;
@@ -308,6 +330,7 @@ fn run_once(
                 if let Some(done) = done {
                     break done;
                 }
+                counters.collect_thread_exits();
                 std::thread::sleep(
                     next.saturating_duration_since(now)
                         .min(Duration::from_millis(10)),
@@ -319,9 +342,17 @@ fn run_once(
     let wall_ns = start.elapsed().as_nanos() as u64;
     counters.apply_final_rusage(&usage);
     let readings = counters.read()?;
+    let threads = counters.per_thread()?;
+    if counters.thread_exits_lost() > 0 {
+        eprintln!(
+            "strobe: {} thread exits were lost (too many at once); their counts are in the last row",
+            counters.thread_exits_lost()
+        );
+    }
     Ok(Ok((
         Run {
             readings,
+            threads,
             wall_ns,
             status,
             usage,
@@ -358,6 +389,7 @@ pub fn run(args: &StatArgs) -> Result<i32> {
         let metrics = metric_lines(plan_ref, &counters, wall);
         blocks.push(Block {
             time_s: Some(t),
+            thread: None,
             wall_ns: wall,
             counters,
             metrics,
@@ -382,11 +414,21 @@ pub fn run(args: &StatArgs) -> Result<i32> {
             }
         }
     };
+    for (pid, tid, readings) in &run.threads {
+        let counters = counter_lines(&wanted, readings, None);
+        blocks.push(Block {
+            thread: Some(format!("{pid}/{tid}")),
+            wall_ns: run.wall_ns,
+            counters,
+            ..Block::default()
+        });
+    }
     if args.interval_ms.is_none() {
         let counters = counter_lines(&wanted, &run.readings, None);
         let metrics = metric_lines(plan.as_ref(), &counters, run.wall_ns);
         blocks.push(Block {
             time_s: None,
+            thread: None,
             wall_ns: run.wall_ns,
             counters,
             metrics,

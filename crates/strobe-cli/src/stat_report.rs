@@ -49,6 +49,8 @@ pub struct MetricLine {
 pub struct Block {
     /// Seconds since the start (interval mode), `None` for the totals.
     pub time_s: Option<f64>,
+    /// `pid/tid` of the thread these counts are of (`--per-thread`).
+    pub thread: Option<String>,
     /// Wall time this block covers, ns.
     pub wall_ns: u64,
     pub counters: Vec<CounterLine>,
@@ -136,6 +138,9 @@ fn table_block(out: &mut String, block: &Block) {
     let time = |out: &mut String| {
         if let Some(t) = block.time_s {
             let _ = write!(out, "{t:>16.9} ");
+        }
+        if let Some(thread) = &block.thread {
+            let _ = write!(out, "{thread:>16} ");
         }
     };
     for line in &block.counters {
@@ -234,7 +239,11 @@ fn csv_field(s: &str) -> String {
 pub fn csv(blocks: &[Block]) -> String {
     let mut out = String::new();
     for b in blocks {
-        let time = b.time_s.map(|t| format!("{t:.9},")).unwrap_or_default();
+        let time = b.time_s.map(|t| format!("{t:.9},")).unwrap_or_default()
+            + &b.thread
+                .as_ref()
+                .map(|t| format!("{t},"))
+                .unwrap_or_default();
         for line in &b.counters {
             let (mv, mu) = comment(line, b)
                 .map(|(v, u)| (format!("{v:.3}"), u))
@@ -292,7 +301,11 @@ pub fn json(blocks: &[Block]) -> String {
         let time = b
             .time_s
             .map(|t| format!("\"interval\" : {t:.9}, "))
-            .unwrap_or_default();
+            .unwrap_or_default()
+            + &b.thread
+                .as_ref()
+                .map(|t| format!("\"thread\" : {}, ", json_str(t)))
+                .unwrap_or_default();
         for line in &b.counters {
             let (mv, mu) = comment(line, b).map_or((None, String::new()), |(v, u)| (Some(v), u));
             let _ = writeln!(
@@ -336,6 +349,7 @@ mod tests {
     fn block() -> Block {
         Block {
             time_s: None,
+            thread: None,
             wall_ns: 2_000_000_000,
             counters: vec![
                 line("task-clock", Count::Value(1.5e9), true, 100.0),

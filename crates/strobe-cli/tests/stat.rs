@@ -394,3 +394,46 @@ fn counters_beyond_the_slots_run_in_one_pass_per_group_when_asked() {
     );
     assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 4);
 }
+
+#[test]
+fn per_thread_counts_add_up_to_the_total() {
+    let exe = touch_pages();
+    let out = strobe(
+        &[
+            "stat",
+            "--per-thread",
+            "-e",
+            "task-clock",
+            "--format",
+            "csv",
+            "--",
+            exe.to_str().unwrap(),
+            "10",
+            "100",
+            "3",
+        ],
+        &[],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // `pid/tid,value,unit,event,...` per thread, then the total.
+    let mut threads = 0.0;
+    let mut rows = 0;
+    let mut total = None;
+    for l in err.lines() {
+        let f: Vec<&str> = l.split(',').collect();
+        if f[0].contains('/') {
+            rows += 1;
+            threads += f[1].parse::<f64>().unwrap();
+        } else {
+            total = Some(f[0].parse::<f64>().unwrap());
+        }
+    }
+    assert_eq!(rows, 3, "{err}");
+    let total = total.unwrap();
+    assert!(
+        (threads - total).abs() < 0.01 * total,
+        "{threads} vs {total}: {err}"
+    );
+    assert!(total > 250.0, "{err}");
+}
