@@ -7,6 +7,7 @@ mod clocks;
 mod db;
 mod export;
 mod kernel;
+mod metrics;
 mod overhead;
 mod procs;
 mod sampling;
@@ -35,6 +36,8 @@ enum Command {
     Export(export::ExportArgs),
     /// The kernel sampling backend's goals, side by side with `perf record --call-graph dwarf`.
     Kernel(kernel::KernelArgs),
+    /// strobe-metrics: `strobe stat` beside `perf stat`, read cost beside PAPI_read, metric rate.
+    Metrics(metrics::MetricsArgs),
     /// What profiling costs a CPU-bound program: strobe and perf side by side.
     Overhead(overhead::OverheadArgs),
     /// What strobe adds per process and per thread, plain and under `strobe sample`.
@@ -56,6 +59,7 @@ fn main() -> anyhow::Result<()> {
         Command::Buffer(args) => buffer::run(args),
         Command::Clocks(args) => clocks::run(&args),
         Command::Kernel(args) => kernel::run(&args),
+        Command::Metrics(args) => metrics::run(&args),
         Command::Overhead(args) => overhead::run(&args),
         Command::Procs(args) => procs::run(&args),
         Command::Db(args) => db::run(args),
