@@ -308,6 +308,7 @@ fn derived_metrics_from_a_user_file_are_computed_from_their_counters() {
     );
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("not a strobe setting"), "{err}");
     let counts: Vec<_> = csv_counts(&err)
         .into_iter()
         .filter(|(e, _, _)| !e.is_empty())

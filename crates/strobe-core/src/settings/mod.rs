@@ -24,8 +24,17 @@ pub use resolve::{
 pub use suggest::nearest;
 pub use value::{Kind, Value};
 
-/// Environment variables that start with `STROBE_` but are not settings.
-pub const RESERVED_ENV_VARS: [&str; 3] = ["STROBE_CONFIG", "STROBE_RANK", "STROBE_BIN"];
+/// Environment variables that start with `STROBE_` but are not settings:
+/// the config file, the MPI rank, the strobe executable, the metric
+/// definition file and the PMU slot override (both read by strobe-metrics,
+/// also inside programs that embed it).
+pub const RESERVED_ENV_VARS: [&str; 5] = [
+    "STROBE_CONFIG",
+    "STROBE_RANK",
+    "STROBE_BIN",
+    "STROBE_METRICS",
+    "STROBE_PMU_SLOTS",
+];
 
 /// Prefix of variables strobe sets for its own processes (not settings).
 pub const INTERNAL_ENV_PREFIX: &str = "STROBE_INTERNAL_";
