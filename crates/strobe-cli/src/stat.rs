@@ -267,8 +267,7 @@ fn metric_lines(plan: Option<&Plan>, lines: &[CounterLine], wall_ns: u64) -> Vec
 /// its length (ns), the readings then and at its start.
 type OnInterval<'a> = dyn FnMut(&[Wanted], f64, u64, &[Reading], &[Reading]) + 'a;
 
-/// One run of the command with `wanted` counted; interval blocks are
-/// handed to `interval` as they come. The totals, the wall time, the
+/// What one run of the command gave: the totals, the wall time, the
 /// child's status and resource usage.
 struct Run {
     readings: Vec<Reading>,
@@ -280,17 +279,18 @@ struct Run {
     usage: libc::rusage,
 }
 
+/// One run of the command with `wanted` counted; interval blocks are
+/// handed to `interval` as they come.
 fn run_once(
     args: &StatArgs,
     wanted: &mut [Wanted],
     single_group: bool,
     interval: &mut OnInterval,
-) -> Result<std::result::Result<(Run, usize), NotStarted>> {
+) -> Result<std::result::Result<Run, NotStarted>> {
     let name = args.command[0].to_string_lossy().into_owned();
     let mut held = Held::spawn(&args.command).context("cannot start the command")?;
     let explicit = !args.events.is_empty();
     let mut counters = open(wanted, held.pid(), single_group, explicit, args.per_thread)?;
-    let groups = counters.group_count();
     crate::launch::install_forwarding();
     crate::launch::forward_to(held.pid());
     let start = Instant::now();
@@ -349,16 +349,13 @@ fn run_once(
             counters.thread_exits_lost()
         );
     }
-    Ok(Ok((
-        Run {
-            readings,
-            threads,
-            wall_ns,
-            status,
-            usage,
-        },
-        groups,
-    )))
+    Ok(Ok(Run {
+        readings,
+        threads,
+        wall_ns,
+        status,
+        usage,
+    }))
 }
 
 fn seconds(t: libc::timeval) -> f64 {
@@ -397,7 +394,7 @@ pub fn run(args: &StatArgs) -> Result<i32> {
     };
     let (run, runs) = match passes {
         None => match run_once(args, &mut wanted, false, &mut interval)? {
-            Ok((run, _)) => (run, 1),
+            Ok(run) => (run, 1),
             Err(NotStarted(code, message)) => {
                 eprintln!("strobe: {message}");
                 return Ok(code);
@@ -487,7 +484,7 @@ fn multi_pass(
             .collect();
         let at: Vec<usize> = (0..specs.len()).filter(|&k| groups[k] == g).collect();
         match run_once(args, &mut pass, true, interval)? {
-            Ok((run, _)) => {
+            Ok(run) => {
                 for (k, r) in at.iter().zip(&run.readings) {
                     combined[*k] = Some(*r);
                 }
