@@ -8,6 +8,7 @@
 //! expressions evaluated over counter values. Never writes a database or
 //! prints: the CLI, the collector and the C ABI present what it returns.
 
+pub mod capi;
 pub mod catalog;
 pub mod counting;
 pub mod defs;
