@@ -108,7 +108,10 @@ fn stat_vs_perf(args: &MetricsArgs, dir: &Path) -> Result<()> {
     perf.extend(workload.iter().cloned());
     let mut ours: Vec<String> = vec![strobe.display().to_string()];
     ours.extend(
-        ["stat", "--format", "csv", "-o", &report_s, "-e", EVENTS, "--"].map(String::from),
+        [
+            "stat", "--format", "csv", "-o", &report_s, "-e", EVENTS, "--",
+        ]
+        .map(String::from),
     );
     ours.extend(workload.iter().cloned());
     let perf_works = counted(&perf, &report).map_err(|e| e.to_string());
@@ -182,7 +185,10 @@ fn papi_read_cost(reads: u64, dir: &Path) -> std::result::Result<f64, String> {
     if !built.status.success() {
         return Err(format!(
             "cannot build against libpapi (apt-get install libpapi-dev): {}",
-            String::from_utf8_lossy(&built.stderr).lines().next().unwrap_or("")
+            String::from_utf8_lossy(&built.stderr)
+                .lines()
+                .next()
+                .unwrap_or("")
         ));
     }
     let out = Command::new(&exe)
@@ -225,9 +231,15 @@ fn evaluation_rate() -> Result<(f64, usize)> {
 /// Runs `strobe-bench metrics`.
 pub fn run(args: &MetricsArgs) -> Result<()> {
     let dir = tempfile::tempdir()?;
-    println!("== strobe stat vs perf stat: {EVENTS} on touch_pages {} pages, {} ms CPU, {} rounds", args.pages, args.ms, args.rounds);
+    println!(
+        "== strobe stat vs perf stat: {EVENTS} on touch_pages {} pages, {} ms CPU, {} rounds",
+        args.pages, args.ms, args.rounds
+    );
     stat_vs_perf(args, dir.path())?;
-    println!("== one read of {EVENTS} (this thread), {} reads", args.reads);
+    println!(
+        "== one read of {EVENTS} (this thread), {} reads",
+        args.reads
+    );
     let ours = strobe_read_cost(args.reads)?;
     println!("strobe-metrics read_into: {ours:.1} ns per read");
     match papi_read_cost(args.reads, dir.path()) {
