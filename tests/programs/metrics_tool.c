@@ -7,13 +7,22 @@
  *   region NAME depth D tid T task-clock N page-faults P kinds K K completions C span S
  * (kinds are the features' data kinds, span is end_ns - begin_ns), or
  *   region NAME uncounted
- * and "error ..." lines for anything unexpected. Built by
- * crates/strobe-metrics-c/tests/c_abi.rs and linked with -lstrobe_metrics. */
+ * and "error ..." lines for anything unexpected. It is also a strobe tool
+ * plugin (strobe_tool.h): loaded by STROBE_TOOL_LIB into a program under
+ * `strobe sample`, it counts the program's own regions through the API the
+ * runtime exports, and strobe_tool_finalize writes the report to the file
+ * named by METRICS_TOOL_REPORT. Built by crates/strobe-metrics-c/tests/c_abi.rs
+ * (linked with -lstrobe_metrics, driven by the test) and by
+ * crates/strobe-cli/tests/counters_in_profiles.rs (linked with nothing). */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "strobe_metrics.h"
+#include "strobe_tool.h"
+
+STROBE_TOOL_DEFINE_API_VERSION;
 
 #define MAX_REGIONS 64
 
@@ -125,4 +134,24 @@ __attribute__((visibility("default"))) int metrics_tool_registered(void) {
 
 __attribute__((visibility("default"))) const char *metrics_tool_report(void) {
     return report;
+}
+
+/* As a strobe tool plugin: stay loaded (the constructor registered). */
+int strobe_tool_configure(uint32_t api_version, const strobe_tool_api_t *api, void **tool_data) {
+    (void)api_version;
+    (void)api;
+    *tool_data = NULL;
+    return registered == STROBE_METRICS_STATUS_SUCCESS ? 0 : 1;
+}
+
+void strobe_tool_finalize(void *tool_data) {
+    (void)tool_data;
+    const char *path = getenv("METRICS_TOOL_REPORT");
+    if (!path) return;
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    pthread_mutex_lock(&lock);
+    fputs(report, f);
+    pthread_mutex_unlock(&lock);
+    fclose(f);
 }

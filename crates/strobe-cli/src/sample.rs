@@ -51,6 +51,19 @@ pub struct SampleArgs {
     #[arg(long = "format", value_delimiter = ',', value_name = "FORMAT")]
     formats: Vec<String>,
 
+    /// Counters read on every thread of the program around each region and
+    /// with each sample (comma-separated, repeatable; as `strobe stat -e`
+    /// takes them: task-clock, page-faults, cycles, ...): stored per region
+    /// and per sample. Same as --sampling-events.
+    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
+    events: Vec<String>,
+
+    /// Derived metrics (comma-separated, repeatable; built in, or defined in
+    /// the file in STROBE_METRICS) computed per region and per function
+    /// from the counters, which are read too. Same as --sampling-metrics.
+    #[arg(short = 'M', long = "metrics", value_name = "METRICS")]
+    metrics: Vec<String>,
+
     #[command(flatten)]
     flags: SettingFlags,
 
@@ -258,6 +271,10 @@ pub fn runtime_config(settings: &Settings, kernel_samples_all: bool) -> RuntimeC
         verbose: settings.int(Key::Verbose) as i32,
         output_file: settings.text(Key::OutputFile).to_string(),
         tsc: strobe_core::clock::tsc_is_reliable(),
+        // Checked by the launcher before anything runs.
+        counters: counter_setup(settings)
+            .map(|c| c.counters.into_iter().map(|c| c.name).collect())
+            .unwrap_or_default(),
         ..defaults
     }
 }
@@ -268,6 +285,8 @@ pub fn collector_options(
     run_dir: Arc<strobe_collect::RunDir>,
     kernel_samples_all: bool,
 ) -> strobe_collect::Options {
+    // Checked by the launcher before anything runs.
+    let counters = counter_setup(settings).unwrap_or_default();
     let timing = |freq: Key, delay: Key, duration: Key| strobe_collect::Timing {
         delay_ns: settings.duration_ns(delay),
         duration_ns: settings.duration_ns(duration),
@@ -289,6 +308,9 @@ pub fn collector_options(
             ),
         ],
         windows: settings.windows(Key::TracePeriods).clone(),
+        counters: counters.counters,
+        metrics: counters.metrics,
+        process_sampling_hz: settings.float(Key::ProcessSamplingFreq),
         settings: settings
             .iter()
             .filter_map(|(def, r)| Some((def.name.to_string(), r.value.as_ref()?.to_string())))
@@ -395,8 +417,129 @@ fn kernel_events(
     }
 }
 
+/// The counters read per thread (`sampling_events`, and what
+/// `sampling_metrics` needs) and the metric definitions to store, from the
+/// resolved settings and `STROBE_METRICS`.
+#[derive(Debug, Default)]
+pub struct CounterSetup {
+    /// What records carry values of, in order.
+    pub counters: Vec<strobe_collect::ProfileCounter>,
+    /// The metric definitions each database keeps.
+    pub metrics: Vec<strobe_collect::MetricDef>,
+}
+
+/// Resolves `sampling_events` and `sampling_metrics`. An unknown counter or
+/// metric, a bad definition file, or a counter that describes the whole
+/// process (`proc/...`) is an error naming it.
+pub fn counter_setup(settings: &Settings) -> Result<CounterSetup> {
+    use strobe_metrics::catalog::{self, CounterKind};
+    use strobe_metrics::defs::{Definition, MetricSet};
+    let mut names: Vec<String> = catalog::split_list(settings.text(Key::SamplingEvents))
+        .into_iter()
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .collect();
+    let requested: Vec<String> = settings
+        .text(Key::SamplingMetrics)
+        .split(',')
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty())
+        .collect();
+    let mut setup = CounterSetup::default();
+    if !requested.is_empty() {
+        let set = MetricSet::from_env().context("reading the metric definitions")?;
+        let wanted: Vec<&str> = requested.iter().map(String::as_str).collect();
+        let plan = set
+            .plan(&wanted)
+            .context("planning the metrics of --sampling-metrics")?;
+        names.extend(plan.counters().iter().cloned());
+        // The definitions the requested names use, so that later reads
+        // need no file: each requested one, and what it refers to.
+        let mut todo: Vec<(String, bool)> = requested.iter().map(|r| (r.clone(), true)).collect();
+        let mut seen = std::collections::HashSet::new();
+        while let Some((name, asked)) = todo.pop() {
+            if !seen.insert(name.clone()) {
+                continue;
+            }
+            let def = match set.get(&name) {
+                Some(Definition::Metric(m)) => {
+                    for n in m.expr.names() {
+                        todo.push((n.to_string(), false));
+                    }
+                    strobe_collect::MetricDef {
+                        name: m.name.clone(),
+                        kind: "metric".into(),
+                        expression: m.expr_text.clone(),
+                        unit: m.unit.clone(),
+                        description: m.description.clone(),
+                        requested: asked,
+                    }
+                }
+                Some(Definition::Counter(c)) => strobe_collect::MetricDef {
+                    name: c.name.clone(),
+                    kind: "counter".into(),
+                    expression: c.spec(),
+                    unit: c.unit.clone(),
+                    description: c.description.clone(),
+                    requested: asked,
+                },
+                // A catalog event requested by name: counted, no definition.
+                None => continue,
+            };
+            setup.metrics.push(def);
+        }
+        setup.metrics.reverse();
+    }
+    if names.is_empty() {
+        return Ok(setup);
+    }
+    let catalog = catalog::catalog();
+    for name in names {
+        let spec = catalog::resolve(&name).with_context(|| format!("counter `{name}`"))?;
+        if spec.kind == CounterKind::Proc {
+            anyhow::bail!(
+                "counter `{name}` describes the whole process, not a thread: use \
+                 --process-sampling-freq for /proc values"
+            );
+        }
+        if setup.counters.iter().any(|c| c.name == spec.name) {
+            continue;
+        }
+        let description = catalog.iter().find(|c| c.name == spec.name).map_or_else(
+            || format!("{} counter", spec.kind),
+            |c| c.description.clone(),
+        );
+        setup.counters.push(strobe_collect::ProfileCounter {
+            name: spec.name.clone(),
+            unit: spec.unit.clone(),
+            description,
+            component: spec.kind.as_str().to_string(),
+            scale: spec.scale,
+        });
+    }
+    if setup.counters.len() > strobe_collect::MAX_COUNTERS {
+        anyhow::bail!(
+            "{} counters asked for; at most {} can be read per thread",
+            setup.counters.len(),
+            strobe_collect::MAX_COUNTERS
+        );
+    }
+    Ok(setup)
+}
+
 fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
-    let settings = load_settings(config, &args.flags)?;
+    let mut flags = args.flags.clone();
+    if !args.events.is_empty() {
+        flags.given.push(("sampling_events", args.events.join(",")));
+    }
+    if !args.metrics.is_empty() {
+        flags
+            .given
+            .push(("sampling_metrics", args.metrics.join(",")));
+    }
+    let settings = load_settings(config, &flags)?;
+    // Refuse an unknown counter or metric before anything runs.
+    counter_setup(&settings)?;
     // Refuse an unknown export format before anything runs.
     for format in &args.formats {
         format.parse::<strobe_export::Format>()?;

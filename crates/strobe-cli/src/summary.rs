@@ -10,8 +10,10 @@ use std::io::Write;
 
 use clap::{Args, ValueEnum};
 use strobe_db::summary::{
-    function_summary, region_summary, thread_summary, FunctionRow, StatRow, ThreadRow,
+    function_counter_summary, function_summary, profile_counters, region_counter_summary,
+    region_summary, stored_metrics, thread_summary, CounterSumRow, FunctionRow, StatRow, ThreadRow,
 };
+use strobe_metrics::defs::{Counter, Definition, Metric, MetricSet, Plan};
 
 use crate::output::{Cell, Format, TableOut};
 
@@ -242,6 +244,231 @@ fn thread_table(rows: &[ThreadRow], all_columns: bool) -> (Vec<String>, Vec<Vec<
     (cols, body)
 }
 
+/// The counter columns of a profile that read counters per thread
+/// (`sampling_events`): the counters, and the derived metrics stored with
+/// it (`strobe_metric`), evaluated over each row's sums.
+struct CounterColumns {
+    /// (name, unit) of each counter.
+    counters: Vec<(String, String)>,
+    /// The requested metrics, their plan, and for each counter the plan
+    /// needs, its column among `counters`.
+    metrics: Option<(Plan, Vec<Option<usize>>)>,
+}
+
+impl CounterColumns {
+    /// `None` when the profile read no counter per thread. A metric
+    /// definition that no longer plans (an older file) is left out with a
+    /// warning.
+    fn of(profile: &strobe_db::Profile) -> anyhow::Result<Option<CounterColumns>> {
+        let counters = profile_counters(profile)?;
+        if counters.is_empty() {
+            return Ok(None);
+        }
+        let stored = stored_metrics(profile)?;
+        let requested: Vec<&str> = stored
+            .iter()
+            .filter(|m| m.requested)
+            .map(|m| m.name.as_str())
+            .collect();
+        let metrics = if requested.is_empty() {
+            None
+        } else {
+            match Self::plan(&stored, &requested) {
+                Ok(plan) => {
+                    let slots = plan
+                        .counters()
+                        .iter()
+                        .map(|spec| {
+                            let name = strobe_metrics::catalog::resolve(spec)
+                                .map_or_else(|_| spec.clone(), |s| s.name);
+                            counters.iter().position(|(c, _)| *c == name || c == spec)
+                        })
+                        .collect();
+                    Some((plan, slots))
+                }
+                Err(e) => {
+                    eprintln!("strobe: warning: the metrics stored in the profile: {e:#}");
+                    None
+                }
+            }
+        };
+        Ok(Some(CounterColumns { counters, metrics }))
+    }
+
+    /// The plan of `requested` over the stored definitions alone (no file).
+    fn plan(
+        stored: &[strobe_db::summary::StoredMetric],
+        requested: &[&str],
+    ) -> anyhow::Result<Plan> {
+        let mut set = MetricSet::new();
+        for m in stored {
+            let defined_at = "the profile database".to_string();
+            let def = if m.kind == "counter" {
+                Definition::Counter(Counter {
+                    name: m.name.clone(),
+                    block: String::new(),
+                    event: m.expression.clone(),
+                    description: m.description.clone(),
+                    unit: m.unit.clone(),
+                    defined_at,
+                })
+            } else {
+                Definition::Metric(Metric {
+                    name: m.name.clone(),
+                    expr: strobe_metrics::expr::parse(&m.expression)
+                        .map_err(|e| anyhow::anyhow!("metric {}: {e}", m.name))?,
+                    expr_text: m.expression.clone(),
+                    description: m.description.clone(),
+                    unit: m.unit.clone(),
+                    defined_at,
+                })
+            };
+            set.insert(def);
+        }
+        Ok(set.plan(requested)?)
+    }
+
+    /// Column headers: each counter, then each metric, with its unit.
+    fn headers(&self) -> Vec<String> {
+        let with_unit = |name: &str, unit: Option<&str>| match unit.filter(|u| !u.is_empty()) {
+            Some(u) => format!("{name} ({u})"),
+            None => name.to_string(),
+        };
+        let mut out: Vec<String> = self
+            .counters
+            .iter()
+            .map(|(n, u)| with_unit(n, Some(u)))
+            .collect();
+        if let Some((plan, _)) = &self.metrics {
+            for (i, name) in plan.outputs().iter().enumerate() {
+                out.push(with_unit(name, plan.unit(i)));
+            }
+        }
+        out
+    }
+
+    /// The metrics' values over `sums` (one per counter).
+    fn evaluate(&self, sums: &[Option<f64>]) -> Vec<Option<f64>> {
+        let Some((plan, slots)) = &self.metrics else {
+            return Vec::new();
+        };
+        let inputs: Vec<Option<f64>> = slots
+            .iter()
+            .map(|s| s.and_then(|i| sums.get(i).copied().flatten()))
+            .collect();
+        let mut out = vec![None; plan.len()];
+        plan.evaluate(&inputs, &mut out);
+        out
+    }
+
+    /// The table of `rows` (`what` names the count column).
+    fn table(
+        &self,
+        rows: &[CounterSumRow],
+        what: &str,
+        by: bool,
+        table: bool,
+    ) -> (Vec<String>, Vec<Vec<Cell>>) {
+        let mut cols = proc_cols(by);
+        cols.push(what.into());
+        cols.extend(self.headers());
+        cols.push("Name".into());
+        let missing = || {
+            if table {
+                Cell::Text("n/a".into())
+            } else {
+                Cell::Null
+            }
+        };
+        let body = rows
+            .iter()
+            .map(|r| {
+                let mut c = if by {
+                    vec![r.pid.map_or(Cell::Null, Cell::Int)]
+                } else {
+                    Vec::new()
+                };
+                c.push(Cell::Int(r.count as i64));
+                for v in &r.sums {
+                    c.push(v.map_or_else(missing, |v| Cell::Fixed(v, 0)));
+                }
+                for v in self.evaluate(&r.sums) {
+                    c.push(v.map_or_else(missing, |v| Cell::Fixed(v, 3)));
+                }
+                c.push(Cell::Text(r.name.clone()));
+                c
+            })
+            .collect();
+        (cols, body)
+    }
+
+    /// `rows` as JSON objects: counters and metrics by name.
+    fn json(&self, rows: &[CounterSumRow]) -> serde_json::Value {
+        let num = |v: Option<f64>| {
+            v.and_then(serde_json::Number::from_f64)
+                .map_or(serde_json::Value::Null, Into::into)
+        };
+        let outputs: Vec<String> = self
+            .metrics
+            .as_ref()
+            .map(|(p, _)| p.outputs().to_vec())
+            .unwrap_or_default();
+        rows.iter()
+            .map(|r| {
+                let counters: serde_json::Map<String, serde_json::Value> = self
+                    .counters
+                    .iter()
+                    .zip(&r.sums)
+                    .map(|((n, _), v)| (n.clone(), num(*v)))
+                    .collect();
+                let metrics: serde_json::Map<String, serde_json::Value> = outputs
+                    .iter()
+                    .zip(self.evaluate(&r.sums))
+                    .map(|(n, v)| (n.clone(), num(v)))
+                    .collect();
+                serde_json::json!({
+                    "pid": r.pid,
+                    "name": r.name,
+                    "count": r.count,
+                    "counters": counters,
+                    "metrics": metrics,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Region counter rows in the region table's order (largest total time
+/// first).
+fn in_region_order(
+    mut rows: Vec<CounterSumRow>,
+    regions: Option<&Vec<StatRow>>,
+) -> Vec<CounterSumRow> {
+    let rank = |r: &CounterSumRow| {
+        regions
+            .and_then(|rs| {
+                rs.iter()
+                    .position(|s| s.name == r.name && (r.guid.is_none() || s.guid == r.guid))
+            })
+            .unwrap_or(usize::MAX)
+    };
+    rows.sort_by_key(|r| (r.guid.clone(), rank(r)));
+    rows
+}
+
+/// Function counter rows by the first counter's sum, largest first.
+fn by_first_counter(mut rows: Vec<CounterSumRow>) -> Vec<CounterSumRow> {
+    rows.sort_by(|a, b| {
+        let first = |r: &CounterSumRow| r.sums.first().copied().flatten().unwrap_or(f64::MIN);
+        a.guid
+            .cmp(&b.guid)
+            .then(first(b).total_cmp(&first(a)))
+            .then(b.count.cmp(&a.count))
+            .then(a.name.cmp(&b.name))
+    });
+    rows
+}
+
 /// Runs `strobe summary` (on the latest run when no `-i` is given).
 pub fn run(mut a: SummaryArgs) -> anyhow::Result<()> {
     if a.inputs.is_empty() {
@@ -318,6 +545,25 @@ pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     } else {
         None
     };
+    // Only when the profile read counters per thread.
+    let columns = CounterColumns::of(&profile)?;
+    let region_counters = match (&columns, want(Report::Regions)) {
+        (Some(c), true) => Some(in_region_order(
+            region_counter_summary(&profile, &c.counters, a.by_process)?,
+            regions.as_ref(),
+        ))
+        .filter(|r| !r.is_empty()),
+        _ => None,
+    };
+    let function_counters = match (&columns, want(Report::Functions)) {
+        (Some(c), true) => Some(by_first_counter(function_counter_summary(
+            &profile,
+            &c.counters,
+            a.by_process,
+        )?))
+        .filter(|r| !r.is_empty()),
+        _ => None,
+    };
     if a.format == SummaryFormat::Json {
         let mut obj = serde_json::Map::new();
         if let Some(r) = &regions {
@@ -328,6 +574,14 @@ pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         }
         if let Some(t) = &threads {
             obj.insert("threads".into(), serde_json::to_value(t)?);
+        }
+        if let Some(c) = &columns {
+            if let Some(r) = &region_counters {
+                obj.insert("region_counters".into(), c.json(r));
+            }
+            if let Some(f) = &function_counters {
+                obj.insert("function_counters".into(), c.json(f));
+            }
         }
         writeln!(
             out,
@@ -348,12 +602,32 @@ pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         let groups: Vec<_> = r.iter().map(|x| by(x.pid)).collect();
         tables.push(("regions", "Regions", region_table(r, a.by_process), groups));
     }
+    let table = fmt == Format::Table;
+    if let (Some(c), Some(r)) = (&columns, &region_counters) {
+        tables.push((
+            "region_counters",
+            "Region counters (sum over the regions of each counter's change from begin to end; \
+             metrics computed from the sums)",
+            c.table(r, "Instances", a.by_process, table),
+            r.iter().map(|x| by(x.pid)).collect(),
+        ));
+    }
     if let Some(f) = &functions {
         tables.push((
             "functions",
             "Sampled functions (self = innermost frame, total = anywhere on the stack; \
              time = the samples' weights, off-CPU = blocked)",
             function_table(f, a.by_process, fmt == Format::Csv),
+            f.iter().map(|x| by(x.pid)).collect(),
+        ));
+    }
+    if let (Some(c), Some(f)) = (&columns, &function_counters) {
+        tables.push((
+            "function_counters",
+            "Function counters (sum of each counter's change since the thread's previous sample, \
+             over the samples whose innermost frame is the function; metrics computed from the \
+             sums)",
+            c.table(f, "Samples", a.by_process, table),
             f.iter().map(|x| by(x.pid)).collect(),
         ));
     }

@@ -39,6 +39,7 @@ fn kernel_sample(tid: i32, time_ns: u64, complete: bool, frames: &[u64]) -> Samp
         complete,
         overruns: 0,
         frames,
+        counters: &[],
     }
 }
 

@@ -28,6 +28,7 @@ mod kernel_writer;
 mod listen;
 mod maps;
 mod process;
+mod procstat;
 mod profile;
 mod tap;
 mod trace_types;
@@ -85,6 +86,54 @@ pub struct Options {
     /// The kernel samples threads found blocking the sampling signal, at
     /// this rate and stack size (`sampler = auto`); `None`: it does not.
     pub kernel_threads: Option<KernelThreads>,
+    /// The counters the runtime reads per thread (`sampling_events`), in
+    /// the order records carry their values (the runtime's
+    /// `RuntimeConfig::counters`). Empty: none.
+    pub counters: Vec<ProfileCounter>,
+    /// The derived-metric definitions each database keeps
+    /// (`strobe_metric`), for metrics computed from the stored counters
+    /// at read time.
+    pub metrics: Vec<MetricDef>,
+    /// How often per second each process's `/proc` values are read into
+    /// counter series; 0 = never.
+    pub process_sampling_hz: f64,
+}
+
+/// Most counters the runtime reads per thread (each sample carries one
+/// value per counter).
+pub const MAX_COUNTERS: usize = strobe_sampler::MAX_SAMPLE_COUNTERS;
+
+/// A counter the runtime reads on every thread.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfileCounter {
+    /// Its canonical name (the `rocpd_info_pmc` name).
+    pub name: String,
+    /// The unit of its values (`ns`, or empty for a count).
+    pub unit: String,
+    /// What it counts.
+    pub description: String,
+    /// Where it comes from (`software`, `hardware`, `rusage`, ...).
+    pub component: String,
+    /// Multiply its raw values by this to get `unit`s (a PMU's scale; 1
+    /// for most).
+    pub scale: f64,
+}
+
+/// A derived-metric definition (see `strobe_db::MetricRow`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricDef {
+    /// The name requests use.
+    pub name: String,
+    /// `metric` or `counter`.
+    pub kind: String,
+    /// A metric's expression; a counter's event spec.
+    pub expression: String,
+    /// The unit of its values.
+    pub unit: Option<String>,
+    /// What it measures.
+    pub description: Option<String>,
+    /// Asked for (else only referred to).
+    pub requested: bool,
 }
 
 /// How the kernel samples single threads.

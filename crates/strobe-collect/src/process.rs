@@ -19,7 +19,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use strobe_core::clock::now_ns;
 use strobe_core::shm::segment::{exec_reason, slot_state, state, Segment};
-use strobe_core::shm::wire::{decode_event, event, info, info_entries, read, ModuleBody, XptiBody};
+use strobe_core::shm::wire::{
+    counter_readings, decode_event, event, info, info_entries, read, ModuleBody, XptiBody,
+};
 use strobe_db::{ProcessInfo, SampleKind, WriterOptions};
 use strobe_sampler::TimerClock;
 
@@ -295,6 +297,9 @@ impl Process {
             };
             match Profile::create(&path, &process, writer_options) {
                 Ok(mut p) => {
+                    if !options.counters.is_empty() {
+                        p.use_counters(&options.counters, &options.metrics);
+                    }
                     for (tid, at) in &self.thread_starts {
                         let r = p.thread(*tid, Some(*at)).map(|_| ());
                         p.note(r);
@@ -348,6 +353,14 @@ impl Process {
                     self.modules = modules;
                 }
                 Source::Kernel => {}
+            }
+        }
+        if !batch.process_points.is_empty() {
+            if let Some(profile) = self.profile(options) {
+                for point in &batch.process_points {
+                    let r = profile.process_point(point);
+                    profile.note(r);
+                }
             }
         }
         for (t, r) in self.totals.iter_mut().zip(batch.retired) {
@@ -488,17 +501,19 @@ impl Process {
                     let r = if kind == event::MARK {
                         p.mark(tid, &name, at)
                     } else {
-                        p.region_begin(tid, &name, at)
+                        p.region_begin(tid, &name, at, counter_readings(bytes).collect())
                     };
                     p.note(r);
                 }
             }
             event::REGION_END => {
                 if let Some(p) = &mut self.profile {
-                    let r = p.region_end(tid, at);
+                    let readings: Vec<_> = counter_readings(bytes).collect();
+                    let r = p.region_end(tid, at, &readings);
                     p.note(r);
                 }
             }
+            event::NOTE => self.notes.push(text()),
             // A static image in `auto` mode: the collector hands it to the
             // kernel and says so.
             event::CHILD if arg == exec_reason::STATIC && options.kernel_threads.is_some() => {}
@@ -520,8 +535,18 @@ impl Process {
                     return;
                 };
                 let name = self.xpti_name(x.unique_id);
+                let counters = counter_readings(&bytes[std::mem::size_of::<XptiBody>()..]);
+                let counters = counters.collect();
                 if let Some(p) = self.profile(options) {
-                    let r = p.xpti(tid, x.trace_type, x.unique_id, x.instance, &name, at);
+                    let r = p.xpti(
+                        tid,
+                        x.trace_type,
+                        x.unique_id,
+                        x.instance,
+                        &name,
+                        at,
+                        counters,
+                    );
                     p.note(r);
                 }
             }

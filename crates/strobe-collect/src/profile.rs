@@ -6,12 +6,14 @@
 //! series derived from samples (peak RSS, thread CPU time). Never runs in
 //! the profiled process; never symbolizes (the CLI does that after the run).
 
+use crate::{MetricDef, ProfileCounter};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use strobe_core::shm::wire::{CounterReading, COUNTER_MISSING};
 use strobe_db::{
-    Arg, CounterId, CounterInfo, DbError, ModuleId, ModuleRow, ProcessInfo, Region, SampleKind,
-    SampleMeta, StackFrame, StringId, ThreadInfo, ThreadRef, TrackId, WeightScale, Writer,
-    WriterOptions,
+    Arg, CounterId, CounterInfo, DbError, EventId, MetricRow, ModuleId, ModuleRow, ProcessInfo,
+    Region, SampleKind, SampleMeta, StackFrame, StringId, ThreadInfo, ThreadRef, TrackId,
+    WeightScale, Writer, WriterOptions,
 };
 use strobe_sampler::Sample;
 
@@ -30,8 +32,16 @@ pub struct Module {
     pub build_id: String,
 }
 
+/// What `rocpd_info_pmc.extdata` says of the counters read per thread
+/// (`sampling_events`): readers tell them from other counters by it.
+pub const PROFILE_COUNTER_EXTDATA: &str = r#"{"strobe":"sampling_events","per_region":"change from the region's begin to its end (rocpd_pmc_event)","per_sample":"change since the thread's previous sample (strobe_counter_sample on the thread's track)"}"#;
+
 /// Thread CPU time is written at most this often per thread.
 const CPU_COUNTER_INTERVAL_NS: u64 = 100_000_000;
+
+/// An open tracing begin/end pair: start, depth, counter readings at the
+/// begin.
+type OpenPair = (u64, u32, Vec<CounterReading>);
 
 /// The writer and what it needs to turn records into rows.
 pub struct Profile {
@@ -42,10 +52,11 @@ pub struct Profile {
     /// Executable ranges of modules in the database: (start, end, bias, id).
     ranges: Vec<(u64, u64, u64, ModuleId)>,
     written_modules: Vec<Module>,
-    /// Open regions per thread: (name, start).
-    stacks: HashMap<i32, Vec<(StringId, u64)>>,
-    /// Open tracing begin/end pairs: (tid, unique id, instance) → (start, depth).
-    open: HashMap<(i32, u64, u64), (u64, u32)>,
+    /// Open regions per thread: (name, start, counter readings).
+    stacks: HashMap<i32, Vec<(StringId, u64, Vec<CounterReading>)>>,
+    /// Open tracing begin/end pairs: (tid, unique id, instance) → (start,
+    /// depth, counter readings).
+    open: HashMap<(i32, u64, u64), OpenPair>,
     depth: HashMap<i32, u32>,
     texts: HashMap<String, StringId>,
     frames: Vec<StackFrame>,
@@ -53,6 +64,12 @@ pub struct Profile {
     cpu_counter: Option<CounterId>,
     last_rss_kb: u64,
     last_cpu_write: HashMap<i32, u64>,
+    /// The counters read per thread, in the records' order, and each
+    /// one's row once it had a value.
+    counters: Vec<ProfileCounter>,
+    counter_rows: Vec<Option<CounterId>>,
+    /// Rows of the process-level series, once written.
+    process_rows: [Option<CounterId>; crate::procstat::SERIES.len()],
     /// The first error; later records are still attempted.
     pub error: Option<String>,
     /// Samples and regions written.
@@ -86,6 +103,9 @@ impl Profile {
             cpu_counter: None,
             last_rss_kb: 0,
             last_cpu_write: HashMap::new(),
+            counters: Vec::new(),
+            counter_rows: Vec::new(),
+            process_rows: [None; crate::procstat::SERIES.len()],
             error: None,
             rows: 0,
         })
@@ -94,6 +114,123 @@ impl Profile {
     /// The database file.
     pub fn path(&self) -> &Path {
         self.writer.path()
+    }
+
+    /// The counters records carry values of, and the derived metrics to
+    /// keep (`strobe_metric`). Once, right after [`Profile::create`].
+    pub fn use_counters(&mut self, counters: &[ProfileCounter], metrics: &[MetricDef]) {
+        self.counters = counters.to_vec();
+        self.counter_rows = vec![None; counters.len()];
+        for m in metrics {
+            let r = self.writer.add_metric(&MetricRow {
+                name: &m.name,
+                kind: &m.kind,
+                expression: &m.expression,
+                unit: m.unit.as_deref(),
+                description: m.description.as_deref(),
+                requested: m.requested,
+            });
+            self.note(r);
+        }
+    }
+
+    /// The row of counter `i`, written on first use.
+    fn counter_row(&mut self, i: usize) -> Result<Option<CounterId>> {
+        if let Some(id) = self.counter_rows.get(i).copied().flatten() {
+            return Ok(Some(id));
+        }
+        let Some(c) = self.counters.get(i) else {
+            return Ok(None);
+        };
+        let id = self.writer.add_counter_with(
+            &CounterInfo {
+                name: &c.name,
+                description: Some(&c.description),
+                units: Some(&c.unit),
+                component: Some(&c.component),
+                accumulating: true,
+                expression: None,
+            },
+            PROFILE_COUNTER_EXTDATA,
+        )?;
+        self.counter_rows[i] = Some(id);
+        Ok(Some(id))
+    }
+
+    /// A counter's raw change in its unit.
+    fn scaled(&self, i: usize, raw: u64) -> f64 {
+        raw as f64 * self.counters.get(i).map_or(1.0, |c| c.scale)
+    }
+
+    /// The counters' changes over the region whose event is `ev`: one
+    /// `rocpd_pmc_event` row per counter that ever had a value in this
+    /// process, NULL where the change is not known.
+    fn region_counters(
+        &mut self,
+        ev: EventId,
+        begin: &[CounterReading],
+        end: &[CounterReading],
+    ) -> Result<()> {
+        for i in 0..self.counters.len() {
+            let change = match (begin.get(i), end.get(i)) {
+                (Some(b), Some(e)) => e.delta_since(b),
+                _ => None,
+            };
+            let row = match (self.counter_rows[i], change) {
+                (Some(id), _) => Some(id),
+                (None, Some(_)) => self.counter_row(i)?,
+                (None, None) => None,
+            };
+            if let Some(id) = row {
+                let value = change.map(|d| self.scaled(i, d));
+                self.writer.append_pmc_event(ev, id, value)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A sample's counter changes as points of the thread's counter
+    /// series (missing ones are left out).
+    fn sample_counters(&mut self, s: &Sample<'_>, track: TrackId) -> Result<()> {
+        for (i, &v) in s.counters.iter().enumerate() {
+            if v == COUNTER_MISSING {
+                continue;
+            }
+            if let Some(id) = self.counter_row(i)? {
+                let value = self.scaled(i, v);
+                self.writer
+                    .append_counter_sample(id, Some(track), s.timestamp_ns, value)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One reading of the process-level series.
+    pub fn process_point(&mut self, p: &crate::procstat::Point) -> Result<()> {
+        for (j, value) in p.values.iter().enumerate() {
+            let Some(value) = *value else {
+                continue;
+            };
+            let id = match self.process_rows[j] {
+                Some(id) => id,
+                None => {
+                    let s = &crate::procstat::SERIES[j];
+                    let id = self.writer.add_counter(&CounterInfo {
+                        name: s.name,
+                        description: Some(s.description),
+                        units: Some(s.unit),
+                        component: Some("procfs"),
+                        accumulating: s.accumulating,
+                        expression: None,
+                    })?;
+                    self.process_rows[j] = Some(id);
+                    id
+                }
+            };
+            self.writer
+                .append_counter_sample(id, None, p.at_ns, value)?;
+        }
+        Ok(())
     }
 
     /// Remembers the first failure.
@@ -210,6 +347,9 @@ impl Profile {
         self.frames = frames;
         result?;
         self.rows += 1;
+        if !s.counters.is_empty() {
+            self.sample_counters(s, track)?;
+        }
         self.sample_metrics(s, track)
     }
 
@@ -296,33 +436,49 @@ impl Profile {
         Ok(id)
     }
 
-    /// A region named `name` opens on thread `tid`.
-    pub fn region_begin(&mut self, tid: i32, name: &str, at: u64) -> Result<()> {
+    /// A region named `name` opens on thread `tid`, with the thread's
+    /// counter readings (empty when the process counts nothing).
+    pub fn region_begin(
+        &mut self,
+        tid: i32,
+        name: &str,
+        at: u64,
+        counters: Vec<CounterReading>,
+    ) -> Result<()> {
         let name = self.text(name)?;
-        self.stacks.entry(tid).or_default().push((name, at));
+        self.stacks
+            .entry(tid)
+            .or_default()
+            .push((name, at, counters));
         Ok(())
     }
 
-    /// The innermost open region of `tid` closes (ignored if none is open).
-    pub fn region_end(&mut self, tid: i32, at: u64) -> Result<()> {
+    /// The innermost open region of `tid` closes (ignored if none is
+    /// open), with the thread's counter readings.
+    pub fn region_end(&mut self, tid: i32, at: u64, counters: &[CounterReading]) -> Result<()> {
         let Some(stack) = self.stacks.get_mut(&tid) else {
             return Ok(());
         };
-        let Some((name, start)) = stack.pop() else {
+        let Some((name, start, begin)) = stack.pop() else {
             return Ok(());
         };
         let depth = stack.len() as u32;
-        self.region(tid, name, "user", start, at, depth, &[])
+        let ev = self.region(tid, name, "user", start, at, depth, &[])?;
+        if !self.counters.is_empty() {
+            self.region_counters(ev, &begin, counters)?;
+        }
+        Ok(())
     }
 
     /// An instant marker.
     pub fn mark(&mut self, tid: i32, name: &str, at: u64) -> Result<()> {
         let name = self.text(name)?;
-        self.region(tid, name, "marker", at, at, 0, &[])
+        self.region(tid, name, "marker", at, at, 0, &[]).map(|_| ())
     }
 
     /// A tracing notification: begin/end pairs become regions, everything
     /// else an instant.
+    /// `counters`: the thread's counter readings a begin or end carries.
     #[allow(clippy::too_many_arguments)]
     pub fn xpti(
         &mut self,
@@ -332,27 +488,32 @@ impl Profile {
         instance: u64,
         name: &str,
         at: u64,
+        counters: Vec<CounterReading>,
     ) -> Result<()> {
         let key = (tid, uid, instance);
         if let Some(category) = crate::trace_types::span_category(trace_type & !1) {
             if trace_type & 1 == 0 {
                 let depth = self.depth.entry(tid).or_insert(0);
-                self.open.insert(key, (at, *depth));
+                self.open.insert(key, (at, *depth, counters));
                 *depth += 1;
                 return Ok(());
             }
-            let Some((start, depth)) = self.open.remove(&key) else {
+            let Some((start, depth, begin)) = self.open.remove(&key) else {
                 return Ok(());
             };
             if let Some(d) = self.depth.get_mut(&tid) {
                 *d = d.saturating_sub(1);
             }
             let name = self.text(name)?;
-            return self.region(tid, name, category, start, at, depth, &[]);
+            let ev = self.region(tid, name, category, start, at, depth, &[])?;
+            if !self.counters.is_empty() {
+                self.region_counters(ev, &begin, &counters)?;
+            }
+            return Ok(());
         }
         let category = crate::trace_types::instant_category(trace_type);
         let name = self.text(name)?;
-        self.region(tid, name, category, at, at, 0, &[])
+        self.region(tid, name, category, at, at, 0, &[]).map(|_| ())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -365,7 +526,7 @@ impl Profile {
         end_ns: u64,
         depth: u32,
         args: &[Arg<'_>],
-    ) -> Result<()> {
+    ) -> Result<EventId> {
         let (thread, _) = self.thread(tid, None)?;
         let category = self.text(category)?;
         let depth_text = depth.to_string();
@@ -375,7 +536,7 @@ impl Profile {
             value: &depth_text,
         }];
         all.extend_from_slice(args);
-        self.writer.append_region(&Region {
+        let ev = self.writer.append_region(&Region {
             thread,
             start_ns,
             end_ns: end_ns.max(start_ns),
@@ -386,7 +547,7 @@ impl Profile {
             args: &all,
         })?;
         self.rows += 1;
-        Ok(())
+        Ok(ev)
     }
 
     /// Regions still open at the end close there, marked unterminated.
@@ -398,24 +559,29 @@ impl Profile {
         }];
         let stacks: Vec<_> = self.stacks.drain().collect();
         for (tid, stack) in stacks {
-            for (depth, (name, start)) in stack.into_iter().enumerate() {
-                let r = self.region(
-                    tid,
-                    name,
-                    "user",
-                    start,
-                    end_ns,
-                    depth as u32,
-                    &unterminated,
-                );
+            for (depth, (name, start, begin)) in stack.into_iter().enumerate() {
+                let r = self
+                    .region(
+                        tid,
+                        name,
+                        "user",
+                        start,
+                        end_ns,
+                        depth as u32,
+                        &unterminated,
+                    )
+                    .and_then(|ev| self.region_counters(ev, &begin, &[]));
                 self.note(r);
             }
         }
         let open: Vec<_> = self.open.drain().collect();
-        for ((tid, uid, _), (start, depth)) in open {
-            let r = self.text(&xpti_name(uid)).and_then(|name| {
-                self.region(tid, name, "user", start, end_ns, depth, &unterminated)
-            });
+        for ((tid, uid, _), (start, depth, begin)) in open {
+            let r = self
+                .text(&xpti_name(uid))
+                .and_then(|name| {
+                    self.region(tid, name, "user", start, end_ns, depth, &unterminated)
+                })
+                .and_then(|ev| self.region_counters(ev, &begin, &[]));
             self.note(r);
         }
     }

@@ -52,12 +52,15 @@ pub struct Batch {
     pub notes: Vec<String>,
     /// Rings that held a corrupt record (skipped).
     pub corrupt: Vec<String>,
+    /// Process-level values read from `/proc` (`process_sampling_freq`).
+    pub process_points: Vec<crate::procstat::Point>,
 }
 
 impl Batch {
     /// Whether the batch carries nothing.
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
+            && self.process_points.is_empty()
             && self.notes.is_empty()
             && self.corrupt.is_empty()
             && self.retired == [0; 5]
@@ -192,6 +195,8 @@ pub struct Tap {
     /// Per slot: the (ticks, ns) reading at its event ring's last copy,
     /// and the time of its last converted event.
     event_clock: Vec<((u64, u64), u64)>,
+    /// Reads the process's `/proc` values (`process_sampling_freq`).
+    process: Option<crate::procstat::ProcessSampler>,
 }
 
 impl Tap {
@@ -211,6 +216,7 @@ impl Tap {
             unslotted: HashSet::new(),
             last_task_scan_ns: now_ns(),
             event_clock: Vec::new(),
+            process: crate::procstat::ProcessSampler::new(pid, options.process_sampling_hz),
         }
     }
 
@@ -235,6 +241,9 @@ impl Tap {
     /// said goes to `found`. Slots of ended threads whose rings are empty
     /// are freed.
     pub fn drain(&mut self, batch: &mut Batch, found: &mut Found) {
+        if let Some(point) = self.process.as_mut().and_then(|p| p.due()) {
+            batch.process_points.push(point);
+        }
         if !self.static_exec_reported && self.runs_static_image() {
             self.static_exec_reported = true;
             found.static_images.push(self.pid);

@@ -40,7 +40,7 @@ pub use rusqlite;
 pub use rusqlite::types::Value;
 pub use writer::{
     AgentId, AgentInfo, AgentKind, AllocOp, Arg, CallSiteId, CounterId, CounterInfo, EventId,
-    FrameId, FrameSymbols, MemLevel, MemoryOp, ModuleId, ModuleRow, Region, SampleKind, SampleMeta,
-    StackFrame, StringId, ThreadInfo, ThreadRef, TrackId, WeightScale, Writer, WriterOptions,
-    WriterTotals,
+    FrameId, FrameSymbols, MemLevel, MemoryOp, MetricRow, ModuleId, ModuleRow, Region, SampleKind,
+    SampleMeta, StackFrame, StringId, ThreadInfo, ThreadRef, TrackId, WeightScale, Writer,
+    WriterOptions, WriterTotals,
 };

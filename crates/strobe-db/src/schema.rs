@@ -55,7 +55,37 @@ pub fn all_tables() -> impl Iterator<Item = &'static str> {
 /// but a file without them is still a valid profile (readers and merge take
 /// them where present; their unsuffixed views show no rows of a process
 /// that lacks them).
-pub const OPTIONAL_TABLES: [(&str, &[&str]); 1] = [(JIT_SYMBOL_TABLE, &["start", "size", "name"])];
+pub const OPTIONAL_TABLES: [(&str, &[&str]); 2] = [
+    (JIT_SYMBOL_TABLE, &["start", "size", "name"]),
+    (
+        METRIC_TABLE,
+        &[
+            "name",
+            "kind",
+            "expression",
+            "unit",
+            "description",
+            "requested",
+        ],
+    ),
+];
+
+/// The table that keeps the derived-metric definitions a run used
+/// (`sampling_metrics`), so that metrics are computed from the stored
+/// counters at read time without the definition file: `name`, `kind`
+/// (`metric`, or `counter` for a named event of a PMU block a metric
+/// refers to), `expression` (a metric's expression as written; a
+/// counter's event spec), `unit`, `description`, `requested` (1 for the
+/// metrics asked for, 0 for those only referred to).
+pub const METRIC_TABLE: &str = "strobe_metric";
+
+/// `CREATE TABLE IF NOT EXISTS` for [`METRIC_TABLE`].
+const METRIC_DDL: &str = r#"
+CREATE TABLE IF NOT EXISTS "strobe_metric{s}" (
+  "id" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, {GUID},
+  "name" TEXT NOT NULL, "kind" TEXT NOT NULL, "expression" TEXT NOT NULL,
+  "unit" TEXT, "description" TEXT, "requested" INTEGER NOT NULL DEFAULT 1);
+"#;
 
 /// The table that keeps the perf-map entries (JIT code) naming a
 /// process's frames in no module, so that they can be named again after
@@ -258,6 +288,12 @@ pub fn create_tables(conn: &Connection, suffix: &str, guid: &str) -> rusqlite::R
         .replace("{g}", guid);
     conn.execute_batch(&ddl)?;
     create_jit_symbol_table(conn, suffix, guid)?;
+    conn.execute_batch(
+        &METRIC_DDL
+            .replace("{GUID}", GUID)
+            .replace("{s}", suffix)
+            .replace("{g}", guid),
+    )?;
     conn.execute(
         &format!("INSERT INTO \"rocpd_metadata{suffix}\" (tag, value) VALUES ('schema_version', ?1), ('uuid', ?2), ('guid', ?3), ('strobe_version', ?4)"),
         rusqlite::params![SCHEMA_VERSION.to_string(), suffix, guid, env!("CARGO_PKG_VERSION")],
@@ -418,7 +454,7 @@ CREATE INDEX IF NOT EXISTS "idx_callsite{s}_parent" ON "strobe_callsite{s}" ("pa
 
 /// Names of the standard views created by [`create_views`] on top of the
 /// unsuffixed table views, in creation order.
-pub const DATA_VIEW_NAMES: [&str; 25] = [
+pub const DATA_VIEW_NAMES: [&str; 26] = [
     "code_objects",
     "kernel_symbols",
     "processes",
@@ -444,6 +480,7 @@ pub const DATA_VIEW_NAMES: [&str; 25] = [
     "strobe_sample_stacks",
     "strobe_counters",
     "strobe_samples",
+    "strobe_region_counters",
 ];
 
 /// The standard views (rocpd's names and columns; our SQL). Joins use the
@@ -747,4 +784,15 @@ FROM "strobe_counter_sample" CS
   JOIN "rocpd_info_process" P ON P.id = PI.pid AND P.guid = PI.guid
   LEFT JOIN "rocpd_track" T ON T.id = CS.track_id AND T.guid = CS.guid
   LEFT JOIN "rocpd_info_thread" TH ON TH.id = T.tid AND TH.guid = T.guid;
+
+CREATE VIEW "strobe_region_counters" AS
+SELECT PE.id, PE.guid, R.id AS region_id, P.pid, TH.tid,
+  (SELECT string FROM "rocpd_string" RS WHERE RS.id = R.name_id AND RS.guid = R.guid) AS name,
+  R.start, R."end", (R."end" - R.start) AS duration, PI.name AS counter, PI.units,
+  PE.value
+FROM "rocpd_pmc_event" PE
+  JOIN "rocpd_info_pmc" PI ON PI.id = PE.pmc_id AND PI.guid = PE.guid
+  JOIN "rocpd_region" R ON R.event_id = PE.event_id AND R.guid = PE.guid
+  JOIN "rocpd_info_process" P ON P.id = R.pid AND P.guid = R.guid
+  JOIN "rocpd_info_thread" TH ON TH.id = R.tid AND TH.guid = R.guid;
 "#;

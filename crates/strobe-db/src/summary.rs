@@ -511,3 +511,214 @@ pub fn thread_summary(p: &Profile, by_process: bool) -> Result<Vec<ThreadRow>> {
     });
     Ok(out)
 }
+
+/// The counters a profile read per thread (`sampling_events`, see
+/// `docs/metrics.md`, Counters in profiles): `(name, unit)`, in the order
+/// they were first described. Empty when it read none.
+pub fn profile_counters(p: &Profile) -> Result<Vec<(String, String)>> {
+    let path = p.files().first().cloned().unwrap_or_default();
+    let mut st = p
+        .connection()
+        .prepare(
+            "SELECT name, COALESCE(units, '') FROM rocpd_info_pmc \
+             WHERE json_extract(extdata, '$.strobe') = 'sampling_events' ORDER BY guid, id",
+        )
+        .at(&path)?;
+    let mut rows = st.query([]).at(&path)?;
+    let mut out: Vec<(String, String)> = Vec::new();
+    while let Some(r) = rows.next().at(&path)? {
+        let name: String = r.get(0).at(&path)?;
+        if !out.iter().any(|(n, _)| *n == name) {
+            out.push((name, r.get(1).at(&path)?));
+        }
+    }
+    Ok(out)
+}
+
+/// Counter sums of one region name or function (per process with
+/// `by_process`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CounterSumRow {
+    /// OS pid when grouped by process.
+    pub pid: Option<i64>,
+    /// Process guid when grouped by process.
+    pub guid: Option<String>,
+    /// Region name, or function name (innermost frame of the samples).
+    pub name: String,
+    /// Regions, or samples, the sums are over.
+    pub count: u64,
+    /// The sum of each counter's values (in [`profile_counters`] order);
+    /// `None` when no value of it was read.
+    pub sums: Vec<Option<f64>>,
+}
+
+fn add_sum(row: &mut CounterSumRow, i: usize, sum: Option<f64>) {
+    if let Some(v) = sum {
+        let slot = &mut row.sums[i];
+        *slot = Some(slot.unwrap_or(0.0) + v);
+    }
+}
+
+/// Per region name: the sum of each counter's change over its regions
+/// (`rocpd_pmc_event`), with the regions counted. Sorted by name (per
+/// process with `by_process`).
+pub fn region_counter_summary(
+    p: &Profile,
+    counters: &[(String, String)],
+    by_process: bool,
+) -> Result<Vec<CounterSumRow>> {
+    let path = p.files().first().cloned().unwrap_or_default();
+    let g = if by_process { "guid" } else { "NULL" };
+    let mut st = p
+        .connection()
+        .prepare(&format!(
+            "SELECT {g}, MIN(pid), name, counter, SUM(value), COUNT(DISTINCT region_id) \
+             FROM strobe_region_counters GROUP BY 1, 3, 4"
+        ))
+        .at(&path)?;
+    let mut rows = st.query([]).at(&path)?;
+    let mut out: std::collections::BTreeMap<(Option<String>, String), CounterSumRow> =
+        Default::default();
+    while let Some(r) = rows.next().at(&path)? {
+        let guid: Option<String> = r.get(0).at(&path)?;
+        let name: String = r.get::<_, Option<String>>(2).at(&path)?.unwrap_or_default();
+        let counter: String = r.get(3).at(&path)?;
+        let Some(i) = counters.iter().position(|(c, _)| *c == counter) else {
+            continue;
+        };
+        let row = out
+            .entry((guid.clone(), name.clone()))
+            .or_insert_with(|| CounterSumRow {
+                pid: None,
+                guid,
+                name,
+                count: 0,
+                sums: vec![None; counters.len()],
+            });
+        if by_process {
+            row.pid = r.get(1).at(&path)?;
+        }
+        row.count = row.count.max(r.get::<_, i64>(5).at(&path)?.max(0) as u64);
+        add_sum(row, i, r.get(4).at(&path)?);
+    }
+    Ok(out.into_values().collect())
+}
+
+/// Per function: the sum of each counter's change over the samples whose
+/// innermost frame it is (each sample carries the change since the
+/// thread's previous sample). Sorted by name (per process with
+/// `by_process`).
+pub fn function_counter_summary(
+    p: &Profile,
+    counters: &[(String, String)],
+    by_process: bool,
+) -> Result<Vec<CounterSumRow>> {
+    let path = p.files().first().cloned().unwrap_or_default();
+    let mut grouped: Vec<(String, i64, Option<i64>, String, f64, i64)> = Vec::new();
+    {
+        let mut st = p
+            .connection()
+            .prepare(
+                "SELECT CS.guid, MIN(P.pid), E.stack_id, PI.name, SUM(CS.value), COUNT(*) \
+                 FROM strobe_counter_sample CS \
+                   JOIN rocpd_info_pmc PI ON PI.id = CS.pmc_id AND PI.guid = CS.guid \
+                   JOIN rocpd_info_process P ON P.id = PI.pid AND P.guid = PI.guid \
+                   JOIN rocpd_sample S ON S.track_id = CS.track_id \
+                     AND S.timestamp = CS.timestamp AND S.guid = CS.guid \
+                   JOIN rocpd_event E ON E.id = S.event_id AND E.guid = S.guid \
+                 WHERE json_extract(PI.extdata, '$.strobe') = 'sampling_events' \
+                 GROUP BY CS.guid, E.stack_id, PI.name",
+            )
+            .at(&path)?;
+        let mut rows = st.query([]).at(&path)?;
+        while let Some(r) = rows.next().at(&path)? {
+            grouped.push((
+                r.get(0).at(&path)?,
+                r.get(1).at(&path)?,
+                r.get(2).at(&path)?,
+                r.get(3).at(&path)?,
+                r.get(4).at(&path)?,
+                r.get(5).at(&path)?,
+            ));
+        }
+    }
+    let mut out: std::collections::BTreeMap<(Option<String>, String), CounterSumRow> =
+        Default::default();
+    // Samples per (process, leaf), counted once (every counter's row has
+    // the same samples).
+    let mut counted: HashSet<(String, Option<i64>)> = HashSet::new();
+    for (guid, pid, stack, counter, sum, n) in grouped {
+        let Some(i) = counters.iter().position(|(c, _)| *c == counter) else {
+            continue;
+        };
+        let frames = match stack {
+            Some(s) => p.resolve_stack(&guid, s)?,
+            None => Vec::new(),
+        };
+        let leaf = frames
+            .first()
+            .map_or_else(|| "[no stack]".to_string(), |f| f.display_name());
+        let gk = by_process.then(|| guid.clone());
+        let row = out
+            .entry((gk.clone(), leaf.clone()))
+            .or_insert_with(|| CounterSumRow {
+                pid: by_process.then_some(pid),
+                guid: gk,
+                name: leaf,
+                count: 0,
+                sums: vec![None; counters.len()],
+            });
+        if counted.insert((guid, stack)) {
+            row.count += n.max(0) as u64;
+        }
+        add_sum(row, i, Some(sum));
+    }
+    Ok(out.into_values().collect())
+}
+
+/// A derived-metric definition stored with a profile (`strobe_metric`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredMetric {
+    /// The name requests use.
+    pub name: String,
+    /// `metric` or `counter`.
+    pub kind: String,
+    /// A metric's expression; a counter's event spec.
+    pub expression: String,
+    /// Unit of its values.
+    pub unit: Option<String>,
+    /// What it measures.
+    pub description: Option<String>,
+    /// Asked for (else only referred to).
+    pub requested: bool,
+}
+
+/// The metric definitions the profile's processes stored, each name once
+/// (the first process's), requested ones in the order stored.
+pub fn stored_metrics(p: &Profile) -> Result<Vec<StoredMetric>> {
+    let path = p.files().first().cloned().unwrap_or_default();
+    let mut st = p
+        .connection()
+        .prepare(
+            "SELECT name, kind, expression, unit, description, requested FROM strobe_metric \
+             ORDER BY guid, id",
+        )
+        .at(&path)?;
+    let mut rows = st.query([]).at(&path)?;
+    let mut out: Vec<StoredMetric> = Vec::new();
+    while let Some(r) = rows.next().at(&path)? {
+        let name: String = r.get(0).at(&path)?;
+        if out.iter().any(|m| m.name == name) {
+            continue;
+        }
+        out.push(StoredMetric {
+            name,
+            kind: r.get(1).at(&path)?,
+            expression: r.get(2).at(&path)?,
+            unit: r.get(3).at(&path)?,
+            description: r.get(4).at(&path)?,
+            requested: r.get::<_, i64>(5).at(&path)? != 0,
+        });
+    }
+    Ok(out)
+}

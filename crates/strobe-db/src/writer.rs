@@ -219,6 +219,24 @@ pub struct CounterInfo<'a> {
     pub expression: Option<&'a str>,
 }
 
+/// A derived-metric definition a run used (`strobe_metric`).
+#[derive(Debug, Clone, Default)]
+pub struct MetricRow<'a> {
+    /// The name requests use.
+    pub name: &'a str,
+    /// `metric` (an expression) or `counter` (a named event of a PMU
+    /// block that metrics refer to).
+    pub kind: &'a str,
+    /// A metric's expression as written; a counter's event spec.
+    pub expression: &'a str,
+    /// Unit of its values.
+    pub unit: Option<&'a str>,
+    /// What it measures.
+    pub description: Option<&'a str>,
+    /// Whether it was asked for (else only referred to by one that was).
+    pub requested: bool,
+}
+
 /// One argument attached to an event (`rocpd_arg`).
 #[derive(Debug, Clone, Copy)]
 pub struct Arg<'a> {
@@ -360,6 +378,7 @@ struct Stmts {
     frame: Statement<'static>,
     callsite: Statement<'static>,
     pmc: Statement<'static>,
+    pmc_event: Statement<'static>,
     counter: Statement<'static>,
     memory: Statement<'static>,
     begin: Statement<'static>,
@@ -393,6 +412,7 @@ impl Stmts {
             frame: keep(conn.prepare(&format!("INSERT INTO \"strobe_frame{s}\" (module_id, rel_pc) VALUES (?1, ?2)"))?),
             callsite: keep(conn.prepare(&format!("INSERT INTO \"strobe_callsite{s}\" (parent_id, frame_id, depth) VALUES (?1, ?2, ?3)"))?),
             pmc: keep(conn.prepare(&format!("INSERT INTO \"rocpd_info_pmc{s}\" (nid, pid, agent_id, target_arch, name, symbol, description, component, units, value_type, expression, is_constant, is_derived) VALUES (?1, ?2, ?10, 'CPU', ?3, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9)"))?),
+            pmc_event: keep(conn.prepare(&format!("INSERT INTO \"rocpd_pmc_event{s}\" (event_id, pmc_id, value) VALUES (?1, ?2, ?3)"))?),
             counter: keep(conn.prepare(&format!("INSERT INTO \"strobe_counter_sample{s}\" (pmc_id, track_id, timestamp, value) VALUES (?1, ?2, ?3, ?4)"))?),
             memory: keep(conn.prepare(&format!("INSERT INTO \"rocpd_memory_allocate{s}\" (nid, pid, tid, agent_id, type, level, start, \"end\", address, size, event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"))?),
             begin: keep(conn.prepare("BEGIN")?),
@@ -1057,6 +1077,64 @@ impl Writer {
         let id = self.conn.last_insert_rowid();
         self.end_row(1)?;
         Ok(CounterId(id))
+    }
+
+    /// [`Writer::add_counter`] with `extdata` (JSON) in its
+    /// `rocpd_info_pmc` row.
+    pub fn add_counter_with(&mut self, c: &CounterInfo<'_>, extdata: &str) -> Result<CounterId> {
+        let id = self.add_counter(c)?;
+        self.begin_row()?;
+        let sql = format!(
+            "UPDATE \"rocpd_info_pmc{}\" SET extdata = json(?2) WHERE id = ?1",
+            self.suffix
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut st| st.execute(params![id.0, extdata]))
+            .at(&self.path)?;
+        self.end_row(0)?;
+        Ok(id)
+    }
+
+    /// Appends one counter value of an event (`rocpd_pmc_event`): the
+    /// change of `counter` over a region (`event` from
+    /// [`Writer::append_region`]); `None` stores NULL (not read).
+    pub fn append_pmc_event(
+        &mut self,
+        event: EventId,
+        counter: CounterId,
+        value: Option<f64>,
+    ) -> Result<()> {
+        self.begin_row()?;
+        {
+            let st = &mut self.stmts.pmc_event;
+            st.execute(params![event.0, counter.0, value])
+        }
+        .at(&self.path)?;
+        self.end_row(1)
+    }
+
+    /// Records a derived-metric definition the run used (`strobe_metric`).
+    pub fn add_metric(&mut self, m: &MetricRow<'_>) -> Result<()> {
+        self.begin_row()?;
+        let sql = format!(
+            "INSERT INTO \"strobe_metric{}\" (name, kind, expression, unit, description, requested) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            self.suffix
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut st| {
+                st.execute(params![
+                    m.name,
+                    m.kind,
+                    m.expression,
+                    m.unit,
+                    m.description,
+                    m.requested as i64
+                ])
+            })
+            .at(&self.path)?;
+        self.end_row(1)
     }
 
     /// Appends one point of a counter's time series (`strobe_counter_sample`),

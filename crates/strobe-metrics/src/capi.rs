@@ -8,8 +8,9 @@
 //! ([`info`]), contexts, groups and start/stop/read ([`context`]), and the
 //! intercepting API that gives tools per-region counts ([`intercept`]).
 //! The functions here are `extern "C"` but not `#[no_mangle]`: only the
-//! cdylib exports them, so a Rust program that links this crate never
-//! exports a second copy of the C symbols.
+//! shared libraries that expand [`crate::export_c_abi!`] ([`exports`])
+//! export them, so a Rust program that links this crate never exports a
+//! second copy of the C symbols.
 //!
 //! Must never let a panic cross into C (every entry point runs its body in
 //! [`status::guard`]), never trust a pointer it can check (contexts are
@@ -17,6 +18,7 @@
 //! reference into caller memory across a call to a caller's callback.
 
 pub mod context;
+pub mod exports;
 pub mod info;
 pub mod intercept;
 pub mod status;
@@ -33,7 +35,7 @@ pub use intercept::{
     intercept_region_begin, intercept_region_end, intercepting_active,
     strobe_metrics_intercept_region_begin, strobe_metrics_intercept_region_end,
     strobe_metrics_intercepting_active, strobe_metrics_remove_intercepting,
-    strobe_metrics_set_intercepting, RegionEvent,
+    strobe_metrics_set_intercepting, RegionEvent, DEPTH_FROM_STACK,
 };
 pub use status::{
     strobe_metrics_check_version, strobe_metrics_errno, strobe_metrics_error_string,

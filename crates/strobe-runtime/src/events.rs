@@ -69,19 +69,27 @@ pub fn clear_my_slot() {
 /// collector converts it), with `CLOCK_MONOTONIC` otherwise.
 #[inline]
 pub fn emit_now(rt: &Runtime, slot: u32, kind: u16, arg: u32, bytes: &[u8]) {
+    emit_now2(rt, slot, kind, arg, bytes, &[]);
+}
+
+/// [`emit_now`] with the record's bytes in two parts (`bytes`, then
+/// `more`).
+#[inline]
+pub fn emit_now2(rt: &Runtime, slot: u32, kind: u16, arg: u32, bytes: &[u8], more: &[u8]) {
     if rt.config.tsc {
         let ticks = strobe_core::clock::cycles();
-        emit_with(rt, slot, kind, arg, ticks, event_flags::TSC, bytes);
+        emit_with(rt, slot, kind, arg, ticks, event_flags::TSC, bytes, more);
     } else {
-        emit_with(rt, slot, kind, arg, now_ns(), 0, bytes);
+        emit_with(rt, slot, kind, arg, now_ns(), 0, bytes, more);
     }
 }
 
 /// Writes one event of the calling thread into `slot`'s ring.
 pub fn emit(rt: &Runtime, slot: u32, kind: u16, arg: u32, timestamp_ns: u64, bytes: &[u8]) {
-    emit_with(rt, slot, kind, arg, timestamp_ns, 0, bytes);
+    emit_with(rt, slot, kind, arg, timestamp_ns, 0, bytes, &[]);
 }
 
+#[allow(clippy::too_many_arguments)]
 fn emit_with(
     rt: &Runtime,
     slot: u32,
@@ -90,6 +98,7 @@ fn emit_with(
     timestamp_ns: u64,
     flags: u16,
     bytes: &[u8],
+    more: &[u8],
 ) {
     let seg = rt.segment;
     let s = seg.slot(slot);
@@ -104,12 +113,14 @@ fn emit_with(
         timestamp_ns,
     };
     let ring = seg.event_ring(slot);
-    let parts: [&[u8]; 2] = [head.as_bytes(), bytes];
-    let mut written = ring.push(&parts);
+    let all: [&[u8]; 3] = [head.as_bytes(), bytes, more];
+    // Most records have no second part: two copies, not three.
+    let parts = if more.is_empty() { &all[..2] } else { &all[..] };
+    let mut written = ring.push(parts);
     if !written {
         let len = parts.iter().map(|p| p.len()).sum::<usize>();
         written =
-            len <= ring.max_payload() && rt.config.lossless && wait_for_room(rt, &ring, &parts);
+            len <= ring.max_payload() && rt.config.lossless && wait_for_room(rt, &ring, parts);
         if !written {
             seg.header().events_dropped.fetch_add(1, Ordering::Relaxed);
         }

@@ -10,15 +10,18 @@
 //! This crate owns wiring: producers (sampler, user API, tracing
 //! notifications) to the segment's rings, and the process life cycle. It
 //! only produces: after its constructor returns it holds no file
-//! descriptor and runs no thread (tool plugins, opt-in, are the one
-//! exception), and it never links SQLite. It must never print through
+//! descriptor and runs no thread (tool plugins, opt-in, and the per-thread
+//! counters of `sampling_events`, opt-in, are the exceptions: see
+//! `counters.rs`), and it never links SQLite. It must never print through
 //! Rust's stdio or let a panic cross into C.
 
 mod connect;
+mod counters;
 mod dl;
 mod events;
 mod interpose;
 mod log;
+mod metrics_abi;
 mod process;
 mod self_start;
 mod sigwrap;

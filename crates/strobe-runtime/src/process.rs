@@ -107,6 +107,8 @@ fn reason_for(target: &[u8], envp: Argv) -> u32 {
 }
 
 fn after_fork_in_child(parent: &'static crate::state::Runtime) {
+    // The parent's counter descriptors count the parent's threads.
+    crate::counters::close_inherited(parent);
     strobe_core::thread::refresh_after_fork();
     crate::tools::after_fork_in_child();
     strobe_sampler::snapshot::reset_after_fork();

@@ -39,6 +39,9 @@ pub struct Runtime {
     /// The process this runtime belongs to. A `vfork` child shares the
     /// parent's memory, and so its runtime pointer, but must never act on it.
     pub pid: i32,
+    /// The per-thread counters (`sampling_events`); `None` when none was
+    /// requested.
+    pub counters: Option<crate::counters::ProcessCounters>,
 }
 
 static CURRENT: AtomicPtr<Runtime> = AtomicPtr::new(ptr::null_mut());
@@ -105,6 +108,14 @@ fn sampler_config(config: &RuntimeConfig) -> Result<SamplerConfig, String> {
 
 /// Builds and publishes the runtime for this process around `segment`.
 pub fn publish(config: RuntimeConfig, segment: &'static Segment) -> &'static Runtime {
+    let counters = crate::counters::ProcessCounters::new(&config.counters, config.layout.slots);
+    // Before any thread registers: every sample carries the values.
+    match &counters {
+        Some(c) => {
+            strobe_sampler::set_sample_counters(c.len(), Some(crate::counters::sample_values))
+        }
+        None => strobe_sampler::set_sample_counters(0, None),
+    }
     let sampler = if config.cputime_hz > 0.0 || config.realtime_hz > 0.0 {
         match sampler_config(&config)
             .and_then(|c| Sampler::start(c, segment).map_err(|e| e.to_string()))
@@ -129,6 +140,7 @@ pub fn publish(config: RuntimeConfig, segment: &'static Segment) -> &'static Run
         paused: AtomicBool::new(false),
         // SAFETY: getpid has no preconditions.
         pid: unsafe { libc::getpid() },
+        counters,
     }));
     CURRENT.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
     rt

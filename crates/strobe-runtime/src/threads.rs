@@ -128,6 +128,8 @@ fn claim_for_current_thread(rt: &Runtime) -> Option<u32> {
     set_my_slot(rt, slot);
     emit(rt, slot, event::THREAD_START, 0, now_ns(), &[]);
     crate::sigwrap::note_current_mask(rt, slot);
+    // Before the timers: the first sample finds them.
+    crate::counters::open_for_current_thread(rt, slot);
     if let Some(sampler) = &rt.sampler {
         if let Err(e) = sampler.register_current_thread(slot) {
             crate::log::log_at!(1, "thread {tid} is not sampled: {e}");
@@ -145,6 +147,7 @@ pub fn on_thread_exit(rt: &Runtime) {
     if let Some(sampler) = &rt.sampler {
         sampler.unregister_current_thread();
     }
+    crate::counters::close_for_current_thread(rt, slot);
     let mut bytes = strobe_core::clock::Clock::ThreadCpu
         .read_ns()
         .to_le_bytes()
@@ -194,6 +197,7 @@ pub fn adopt_threads(rt: &Runtime, tids: &[i32]) {
         };
         // This thread is the slot's only writer until the thread ends.
         emit(rt, slot, event::THREAD_START, 0, now_ns(), &[]);
+        crate::counters::open_for_thread(rt, slot, tid);
         if let Some(sampler) = &rt.sampler {
             let _ = sampler.register_thread(tid, slot);
         }

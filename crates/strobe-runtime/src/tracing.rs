@@ -6,7 +6,7 @@
 //! notification as one event, preceded, the first time the thread meets an
 //! event, by the event's name. Never runs in a signal handler.
 
-use crate::events::{emit, emit_now};
+use crate::events::{emit, emit_now2};
 use crate::state::current;
 use crate::threads::slot_of_current_thread;
 use std::cell::RefCell;
@@ -14,6 +14,7 @@ use std::ffi::CStr;
 use std::sync::Arc;
 use strobe_buffer::record::XptiRecord;
 use strobe_core::shm::wire::{as_bytes, event, XptiBody};
+use strobe_metrics::capi::region_kind;
 use strobe_trace::subscriber::{StreamInit, Subscriber};
 use strobe_trace::types::trace_point;
 use strobe_trace::Framework;
@@ -44,6 +45,22 @@ impl Subscriber for RingSubscriber {
 }
 
 fn record(n: &Notification<'_>) {
+    // A tool's group counts inside strobe's own begin and end records.
+    if n.trace_type == trace_point::TASK_END {
+        crate::metrics_abi::region_end(region_kind::XPTI_TASK);
+    }
+    record_in_ring(n);
+    if n.trace_type == trace_point::TASK_BEGIN {
+        crate::metrics_abi::region_begin(region_kind::XPTI_TASK, || {
+            let uid = n.event?.unique_id;
+            n.framework.query_payload(uid)?.name()
+        });
+    }
+}
+
+/// Writes the notification into the thread's ring (and hands it to tool
+/// plugins).
+fn record_in_ring(n: &Notification<'_>) {
     let Some(rt) = current().filter(|rt| rt.config.tracing) else {
         return;
     };
@@ -81,7 +98,13 @@ fn record(n: &Notification<'_>) {
         trace_type: n.trace_type,
         reserved: 0,
     };
-    emit_now(rt, slot, event::XPTI, 0, as_bytes(&body));
+    if rt.counters.is_some() && pairs(body.trace_type) {
+        crate::counters::with_region_readings(rt, slot, |readings| {
+            emit_now2(rt, slot, event::XPTI, 0, as_bytes(&body), readings)
+        });
+    } else {
+        emit_now2(rt, slot, event::XPTI, 0, as_bytes(&body), &[]);
+    }
     if !crate::tools::loaded() {
         return;
     }
@@ -96,6 +119,28 @@ fn record(n: &Notification<'_>) {
         stream_id: body.stream_id as u8,
         reserved: 0,
     });
+}
+
+/// Whether `trace_type` begins or ends a pair the collector makes a
+/// region of (the collector's `trace_types::span_category`): those carry
+/// counter readings when the process counts.
+fn pairs(trace_type: u16) -> bool {
+    use strobe_trace::types::trace_point::*;
+    trace_type & 0x80 != 0
+        || matches!(
+            trace_type & !1,
+            REGION_BEGIN
+                | TASK_BEGIN
+                | BARRIER_BEGIN
+                | LOCK_BEGIN
+                | TRANSFER_BEGIN
+                | THREAD_BEGIN
+                | WAIT_BEGIN
+                | FUNCTION_BEGIN
+                | FUNCTION_WITH_ARGS_BEGIN
+                | MEM_ALLOC_BEGIN
+                | MEM_RELEASE_BEGIN
+        )
 }
 
 /// Subscribes to the process-wide framework (once per process image; a

@@ -7,13 +7,16 @@
 //! the thread), catches panics and does nothing when the runtime is not
 //! running.
 
+use crate::counters::with_region_readings;
 use crate::events::{emit, emit_now, name_id};
+use crate::metrics_abi;
 use crate::state::{current, Runtime};
 use crate::threads::slot_of_current_thread;
-use std::ffi::c_char;
+use std::ffi::{c_char, CStr};
 use std::sync::atomic::Ordering;
 use strobe_core::clock::now_ns;
 use strobe_core::shm::wire::event;
+use strobe_metrics::capi::region_kind;
 
 /// Version of the table layout; grows only by appending entries.
 pub const API_VERSION: u32 = 1;
@@ -77,15 +80,34 @@ fn named(kind: u16, name: *const c_char) {
 }
 
 extern "C" fn push_region(name: *const c_char) {
-    named(event::REGION_BEGIN, name);
+    if name.is_null() {
+        return;
+    }
+    let _ = std::panic::catch_unwind(|| {
+        if let Some((rt, slot)) = recording() {
+            // SAFETY: the API takes NUL-terminated strings; null was refused.
+            let id = unsafe { name_id(rt, slot, name) };
+            // The counters are read last, just before the region's code.
+            with_region_readings(rt, slot, |bytes| {
+                emit_now(rt, slot, event::REGION_BEGIN, id, bytes)
+            });
+        }
+        // A tool's group starts later still (see metrics_abi).
+        // SAFETY: as above.
+        metrics_abi::region_begin(region_kind::USER, || Some(unsafe { CStr::from_ptr(name) }));
+    });
 }
 
 extern "C" fn pop_region() {
     let _ = std::panic::catch_unwind(|| {
+        // A tool's group stops first, just after the region's code.
+        metrics_abi::region_end(region_kind::USER);
         // Regions opened before a pause still end.
         let rt = current().filter(|rt| rt.config.tracing);
         if let Some((rt, slot)) = rt.and_then(|rt| Some((rt, slot_of_current_thread(rt)?))) {
-            emit_now(rt, slot, event::REGION_END, 0, &[]);
+            with_region_readings(rt, slot, |bytes| {
+                emit_now(rt, slot, event::REGION_END, 0, bytes)
+            });
         }
     });
 }

@@ -29,6 +29,11 @@ pub struct Sample<'a> {
     /// Instruction pointer first, then return addresses, innermost first.
     /// Symbolize return addresses at `address - 1` (the call instruction).
     pub frames: &'a [u64],
+    /// Counter changes since the thread's previous sample, one per
+    /// counter the process counts
+    /// ([`strobe_core::shm::wire::COUNTER_MISSING`] when unknown); empty
+    /// when it counts none.
+    pub counters: &'a [u64],
 }
 
 /// Receives drained samples.
@@ -53,6 +58,7 @@ pub fn sample_from(payload: &[u8]) -> Option<Sample<'_>> {
         complete: s.head.complete != 0,
         overruns: s.head.overruns,
         frames: s.frames,
+        counters: s.counters,
     })
 }
 

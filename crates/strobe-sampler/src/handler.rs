@@ -3,7 +3,9 @@
 //! **Runs inside a signal handler**: everything reachable from
 //! [`on_signal`] allocates nothing, takes no lock, formats nothing and calls
 //! only async-signal-safe functions (`clock_gettime`, `getrusage`, `gettid`,
-//! `futex`, `sigprocmask`, `raise`). It saves and restores `errno` and
+//! `futex`, `sigprocmask`, `raise`; through the counter hook a process
+//! may set, [`set_sample_counters`], `ioctl` and `read` on its counters'
+//! descriptors). It saves and restores `errno` and
 //! refuses to re-enter itself on the same thread. A timer's signal carries
 //! a tagged index into a fixed table of samplers, so finding the thread's
 //! state is one bounds-checked load, and signals that are not from strobe's
@@ -20,7 +22,7 @@ use std::sync::Mutex;
 use strobe_core::clock::{now_ns, Clock};
 use strobe_core::shm::ring::ShmRing;
 use strobe_core::shm::segment::{Segment, Slot};
-use strobe_core::shm::wire::{SampleHead, SAMPLE_HEAD_BYTES};
+use strobe_core::shm::wire::{SampleHead, COUNTER_MISSING, SAMPLE_HEAD_BYTES};
 
 /// Everything the handler needs for one thread. Lives at a stable address
 /// for as long as any timer may point at it, and is reused for later
@@ -37,8 +39,9 @@ pub(crate) struct ThreadSampler {
     /// were not known when it was registered (threads older than strobe).
     stack_maps: UnsafeCell<Box<[(u64, u64)]>>,
     cache: UnsafeCell<NativeCache>,
-    /// The thread's slot and sample ring in the process's segment.
-    target: UnsafeCell<Option<(&'static Slot, ShmRing)>>,
+    /// The thread's slot (index and state) and sample ring in the
+    /// process's segment.
+    target: UnsafeCell<Option<(u32, &'static Slot, ShmRing)>>,
     pub max_depth: usize,
     pub timers: Mutex<Vec<ThreadTimer>>,
 }
@@ -64,6 +67,26 @@ const TAG_MASK: usize = 0xffff_0000_0000_0000;
 
 /// A function the handler calls with every sample it records (0 = none).
 static SAMPLE_TAP: AtomicUsize = AtomicUsize::new(0);
+
+/// Counter values every sample carries (0 = none), and the function that
+/// reads them (`fn(u32, &mut [u64])`, 0 = none).
+static COUNTER_VALUES: AtomicUsize = AtomicUsize::new(0);
+static COUNTER_HOOK: AtomicUsize = AtomicUsize::new(0);
+
+/// Most counter values one sample carries.
+pub const MAX_SAMPLE_COUNTERS: usize = 256;
+
+/// Has every sample carry `count` counter values after its frames:
+/// `hook(slot, values)` runs **in the signal handler**, on the sampled
+/// thread, with the slot the thread's samples go to, and fills `values`
+/// (`count` of them, [`COUNTER_MISSING`] for any it cannot read). It
+/// must not allocate, lock or block. Without a hook the values are
+/// missing. Set it before threads register; `count` is capped at
+/// [`MAX_SAMPLE_COUNTERS`].
+pub fn set_sample_counters(count: usize, hook: Option<fn(u32, &mut [u64])>) {
+    COUNTER_HOOK.store(hook.map_or(0, |f| f as usize), Ordering::Release);
+    COUNTER_VALUES.store(count.min(MAX_SAMPLE_COUNTERS), Ordering::Release);
+}
 
 /// Has the handler also hand every sample it records to `tap`, which runs
 /// **in the signal handler** (it must not allocate, lock or block).
@@ -111,7 +134,7 @@ impl ThreadSampler {
         tid: i32,
         stack: Option<StackBounds>,
         maps: Box<[(u64, u64)]>,
-        target: (&'static Slot, ShmRing),
+        target: (u32, &'static Slot, ShmRing),
     ) {
         self.tid.store(tid, Ordering::SeqCst);
         let stack = stack.unwrap_or_default();
@@ -176,7 +199,7 @@ impl ThreadSampler {
             return;
         }
         // SAFETY: set by reset before the sampler became active.
-        let Some((slot, ring)) = (unsafe { &*self.target.get() }) else {
+        let Some((slot_index, slot, ring)) = (unsafe { &*self.target.get() }) else {
             return;
         };
         if self.busy.swap(true, Ordering::Acquire) {
@@ -187,7 +210,10 @@ impl ThreadSampler {
             slot.overruns.fetch_add(overruns as u64, Ordering::Relaxed);
         }
         let timestamp_ns = now_ns();
-        let Some(mut reservation) = ring.reserve(SAMPLE_HEAD_BYTES + self.max_depth * 8) else {
+        let counters = COUNTER_VALUES.load(Ordering::Acquire);
+        let Some(mut reservation) =
+            ring.reserve(SAMPLE_HEAD_BYTES + (self.max_depth + counters) * 8)
+        else {
             slot.lost_full.fetch_add(1, Ordering::Relaxed);
             self.busy.store(false, Ordering::Release);
             return;
@@ -195,9 +221,12 @@ impl ThreadSampler {
         let bytes = reservation.bytes();
         let (head, frames) = bytes.split_at_mut(SAMPLE_HEAD_BYTES);
         // SAFETY: ring payloads are 8-aligned and hold max_depth frames
-        // after the head.
-        let frames = unsafe {
-            std::slice::from_raw_parts_mut(frames.as_mut_ptr() as *mut u64, self.max_depth)
+        // and the counter values after the head.
+        let words = unsafe {
+            std::slice::from_raw_parts_mut(
+                frames.as_mut_ptr() as *mut u64,
+                self.max_depth + counters,
+            )
         };
         // SAFETY: contract of this function.
         let regs = unsafe { StartRegs::from_ucontext(ctx) };
@@ -205,7 +234,20 @@ impl ThreadSampler {
         // SAFETY: only this thread's handler uses the cache, and the busy
         // flag excludes nested handlers.
         let cache = unsafe { &mut *self.cache.get() };
-        let walked = unwind(regs, stack, cache, frames);
+        let walked = unwind(regs, stack, cache, &mut words[..self.max_depth]);
+        // The counter values go right after the frames.
+        let values = &mut words[walked.depth..walked.depth + counters];
+        if counters > 0 {
+            let hook = COUNTER_HOOK.load(Ordering::Acquire);
+            if hook == 0 {
+                values.fill(COUNTER_MISSING);
+            } else {
+                // SAFETY: only `set_sample_counters` stores here, a
+                // `fn(u32, &mut [u64])`.
+                let hook = unsafe { std::mem::transmute::<usize, fn(u32, &mut [u64])>(hook) };
+                hook(*slot_index, values);
+            }
+        }
         let header = SampleHead {
             timestamp_ns,
             cpu_time_ns: Clock::ThreadCpu.read_ns(),
@@ -215,6 +257,7 @@ impl ThreadSampler {
             clock: u8::from(clock == TimerClock::Realtime),
             complete: u8::from(walked.complete),
             overruns: overruns.max(0) as u32,
+            counters: counters as u16,
             reserved: 0,
         };
         // SAFETY: `head` is SAMPLE_HEAD_BYTES long; write_unaligned needs no
@@ -232,10 +275,14 @@ impl ThreadSampler {
                 clock,
                 complete: walked.complete,
                 overruns: header.overruns,
-                frames: &frames[..walked.depth],
+                frames: &words[..walked.depth],
+                counters: &words[walked.depth..walked.depth + counters],
             });
         }
-        ring.commit(reservation, SAMPLE_HEAD_BYTES + walked.depth * 8);
+        ring.commit(
+            reservation,
+            SAMPLE_HEAD_BYTES + (walked.depth + counters) * 8,
+        );
         slot.taken.fetch_add(1, Ordering::Relaxed);
         if !walked.complete {
             slot.incomplete.fetch_add(1, Ordering::Relaxed);

@@ -190,7 +190,7 @@ impl Sampler {
                 tid,
                 stack,
                 maps,
-                (segment.slot(slot), segment.sample_ring(slot)),
+                (slot, segment.slot(slot), segment.sample_ring(slot)),
             )
         };
         let timers = match self.create_timers(sampler, tid) {

@@ -199,6 +199,12 @@ settings! {
     SamplingDepth = "sampling_depth", Sampling, Kind::Int { min: 1, max: 8000 }, Text("512");
     /// Size of each thread's sample ring in the shared segment, in samples of 64 bytes (rounded up to a power of two); the collector drains it every 5 ms.
     SamplingBufferSamples = "sampling_buffer_samples", Sampling, Kind::Int { min: 1024, max: 1_048_576 }, Text("1024");
+    /// Counters read on every thread of the program around each region and with each sample (comma-separated, as 'strobe stat -e' takes them: task-clock, page-faults, cycles, ...; 'strobe sample -e'); stored per region and per sample. Empty = none: the program then gets no descriptor for them.
+    SamplingEvents = "sampling_events", Sampling, Kind::Str, Text("");
+    /// Derived metrics computed per region and per function from the counters (comma-separated; built in, or defined in the STROBE_METRICS file; 'strobe sample -M'); the counters they need are read too.
+    SamplingMetrics = "sampling_metrics", Sampling, Kind::Str, Text("");
+    /// How often per second the collector reads each process's RSS, threads, CPU utilisation, context switches, I/O bytes and CPU frequency from /proc (outside the program), stored as counter series; 0 = never.
+    ProcessSamplingFreq = "process_sampling_freq", Sampling, Kind::Float { min: 0.0, max: 1000.0 }, Text("0");
     /// When every collector may collect: [clock:]delay[:duration[:cycles]] specs run one after another; empty = always.
     TracePeriods = "trace_periods", Tracing, Kind::TimeWindows, Text("");
     /// Record regions and markers from the user API and XPTI events.

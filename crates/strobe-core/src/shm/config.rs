@@ -45,6 +45,12 @@ pub struct RuntimeConfig {
     /// `CLOCK_MONOTONIC` nanoseconds (the launcher sets it only where the
     /// kernel itself keeps time with an invariant TSC).
     pub tsc: bool,
+    /// Counters read on every thread around regions and with every
+    /// sample (`sampling_events` and what `sampling_metrics` needs), as
+    /// canonical names the counter catalog resolves, in the launcher's
+    /// order (records carry their values in this order). Empty: none, and
+    /// the program gets no descriptor for them.
+    pub counters: Vec<String>,
 }
 
 impl Default for RuntimeConfig {
@@ -67,6 +73,7 @@ impl Default for RuntimeConfig {
             verbose: 0,
             output_file: "%hostname%/%pid%.db".into(),
             tsc: false,
+            counters: Vec::new(),
         }
     }
 }
@@ -102,7 +109,7 @@ fn unescape(text: &str) -> Option<String> {
 impl RuntimeConfig {
     /// The text carried in [`CONFIG_ENV`].
     pub fn encode(&self) -> String {
-        let fields: [(&str, String); 15] = [
+        let fields: [(&str, String); 16] = [
             ("cputime_hz", self.cputime_hz.to_string()),
             ("cputime_signal", self.cputime_signal.to_string()),
             ("realtime_hz", self.realtime_hz.to_string()),
@@ -118,6 +125,7 @@ impl RuntimeConfig {
             ("verbose", self.verbose.to_string()),
             ("output_file", escape(&self.output_file)),
             ("tsc", u8::from(self.tsc).to_string()),
+            ("counters", escape(&self.counters.join("\n"))),
         ];
         fields
             .iter()
@@ -156,6 +164,14 @@ impl RuntimeConfig {
                 "verbose" => c.verbose = value.parse().map_err(|_| bad())?,
                 "output_file" => c.output_file = unescape(value).ok_or_else(bad)?,
                 "tsc" => c.tsc = flag(value)?,
+                "counters" => {
+                    c.counters = unescape(value)
+                        .ok_or_else(bad)?
+                        .split('\n')
+                        .filter(|n| !n.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                }
                 _ => {}
             }
         }
@@ -184,6 +200,7 @@ mod tests {
             realtime_hz: 1000.5,
             tracing: false,
             output_file: "a;b=%pid%.db".into(),
+            counters: vec!["task-clock".into(), "cpu/event=0x3c,umask=0x00/".into()],
             ..Default::default()
         };
         assert_eq!(RuntimeConfig::decode(&c.encode()).unwrap(), c);

@@ -6,7 +6,8 @@
 //! stack arrays); decoding never trusts a length it has not checked.
 
 /// Fixed part of a sample record (40 bytes), followed by `depth` frames
-/// (`u64` instruction pointer, then return addresses, innermost first).
+/// (`u64` instruction pointer, then return addresses, innermost first),
+/// then `counters` counter values (`u64` each, see [`COUNTER_MISSING`]).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SampleHead {
@@ -26,7 +27,75 @@ pub struct SampleHead {
     pub complete: u8,
     /// Timer expirations merged into this one.
     pub overruns: u32,
-    pub reserved: u32,
+    /// Counter values after the frames: one per counter the process
+    /// counts (`sampling_events`, in the launcher's order), each the
+    /// change since the thread's previous sample (scaled when the kernel
+    /// multiplexed the counter), or [`COUNTER_MISSING`]. 0 when the
+    /// process counts nothing.
+    pub counters: u16,
+    pub reserved: u16,
+}
+
+/// A counter value that could not be read (the counter did not open on
+/// this thread, the program closed its descriptor, a read failed, or the
+/// sample interrupted the thread while it read its counters for a region:
+/// the change then goes to the thread's next sample).
+pub const COUNTER_MISSING: u64 = u64::MAX;
+
+/// One counter reading as region records carry it: the cumulative count
+/// and the counter's enabled and running times (equal unless the kernel
+/// multiplexed it). `raw` is [`COUNTER_MISSING`] when it was not read.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CounterReading {
+    pub raw: u64,
+    pub enabled_ns: u64,
+    pub running_ns: u64,
+}
+
+/// Bytes of one [`CounterReading`].
+pub const COUNTER_READING_BYTES: usize = std::mem::size_of::<CounterReading>();
+
+impl CounterReading {
+    /// A reading that is missing.
+    pub const MISSING: CounterReading = CounterReading {
+        raw: COUNTER_MISSING,
+        enabled_ns: 0,
+        running_ns: 0,
+    };
+
+    /// Whether a value was read.
+    pub fn is_present(&self) -> bool {
+        self.raw != COUNTER_MISSING
+    }
+
+    /// The change from `begin` to `self`, scaled to the enabled time when
+    /// the counter was multiplexed in between (`Δraw × Δenabled /
+    /// Δrunning`); `None` when either reading is missing, the count went
+    /// backwards or the counter never ran in between.
+    pub fn delta_since(&self, begin: &CounterReading) -> Option<u64> {
+        if !self.is_present() || !begin.is_present() || self.raw < begin.raw {
+            return None;
+        }
+        let raw = self.raw - begin.raw;
+        let enabled = self.enabled_ns.saturating_sub(begin.enabled_ns);
+        let running = self.running_ns.saturating_sub(begin.running_ns);
+        if running >= enabled {
+            return Some(raw);
+        }
+        if running == 0 {
+            return (raw == 0).then_some(0);
+        }
+        let scaled = u128::from(raw) * u128::from(enabled) / u128::from(running);
+        Some(scaled.min(u128::from(COUNTER_MISSING - 1)) as u64)
+    }
+}
+
+/// The counter readings at the front of `bytes` (whole readings only).
+pub fn counter_readings(bytes: &[u8]) -> impl Iterator<Item = CounterReading> + '_ {
+    bytes
+        .chunks_exact(COUNTER_READING_BYTES)
+        .filter_map(read::<CounterReading>)
 }
 
 /// Bytes of [`SampleHead`].
@@ -40,6 +109,9 @@ pub struct SampleView<'a> {
     pub head: SampleHead,
     /// Instruction pointer first, then return addresses.
     pub frames: &'a [u64],
+    /// Counter changes since the thread's previous sample (see
+    /// [`SampleHead::counters`]).
+    pub counters: &'a [u64],
 }
 
 /// Decodes a sample ring payload; `None` when malformed.
@@ -52,12 +124,18 @@ pub fn decode_sample(payload: &[u8]) -> Option<SampleView<'_>> {
         unsafe { std::ptr::read_unaligned(payload.as_ptr() as *const SampleHead) };
     let rest = &payload[SAMPLE_HEAD_BYTES..];
     let depth = head.depth as usize;
-    if rest.len() < depth * 8 || !(rest.as_ptr() as usize).is_multiple_of(8) {
+    let counters = head.counters as usize;
+    if rest.len() < (depth + counters) * 8 || !(rest.as_ptr() as usize).is_multiple_of(8) {
         return None;
     }
-    // SAFETY: `depth` aligned u64s fit in the payload (checked).
-    let frames = unsafe { std::slice::from_raw_parts(rest.as_ptr() as *const u64, depth) };
-    Some(SampleView { head, frames })
+    // SAFETY: `depth + counters` aligned u64s fit in the payload (checked).
+    let all = unsafe { std::slice::from_raw_parts(rest.as_ptr() as *const u64, depth + counters) };
+    let (frames, counters) = all.split_at(depth);
+    Some(SampleView {
+        head,
+        frames,
+        counters,
+    })
 }
 
 /// Kinds of event records.
@@ -71,13 +149,18 @@ pub mod event {
     pub const THREAD_NAME: u16 = 3;
     /// Defines string `arg` of this process; bytes: the text.
     pub const STRING: u16 = 4;
-    /// A region named by string `arg` opens on the slot's thread.
+    /// A region named by string `arg` opens on the slot's thread. Bytes:
+    /// when the process counts (`sampling_events`), one
+    /// [`super::CounterReading`] per counter, read just before.
     pub const REGION_BEGIN: u16 = 5;
-    /// The innermost open region of the slot's thread closes.
+    /// The innermost open region of the slot's thread closes. Bytes: the
+    /// counter readings, as for `REGION_BEGIN`, read just after.
     pub const REGION_END: u16 = 6;
     /// An instant marker named by string `arg`.
     pub const MARK: u16 = 7;
-    /// A tracing-framework notification; bytes: an [`super::XptiBody`].
+    /// A tracing-framework notification; bytes: an [`super::XptiBody`],
+    /// then, for the begin and end of a pair when the process counts, the
+    /// counter readings as for `REGION_BEGIN`.
     pub const XPTI: u16 = 8;
     /// Names a tracing event; bytes: unique id (u64 LE) then the name.
     pub const XPTI_NAME: u16 = 9;
@@ -90,6 +173,9 @@ pub mod event {
     /// runs will not be profiled. Bytes: the child's pid (i32 LE), then
     /// the image's path when known.
     pub const CHILD: u16 = 11;
+    /// Something the run's report should say about this process (a
+    /// counter that cannot be counted here, say); bytes: the text.
+    pub const NOTE: u16 = 12;
 }
 
 /// Fixed part of every event record (16 bytes).
@@ -260,10 +346,53 @@ mod tests {
         let s = decode_sample(bytes).unwrap();
         assert_eq!(s.head, head);
         assert_eq!(s.frames, &[0x1000, 0x2000]);
+        assert!(s.counters.is_empty());
         assert!(
             decode_sample(&bytes[..48]).is_none(),
             "depth says 2 frames, 1 present"
         );
+    }
+
+    #[test]
+    fn samples_carry_counter_values_after_the_frames() {
+        let head = SampleHead {
+            depth: 1,
+            counters: 2,
+            ..Default::default()
+        };
+        let mut buf = vec![0u64; 8];
+        // SAFETY: 64 bytes of the u64 buffer.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr() as *mut u8, 64) };
+        bytes[..40].copy_from_slice(as_bytes(&head));
+        bytes[40..48].copy_from_slice(&0x1000u64.to_ne_bytes());
+        bytes[48..56].copy_from_slice(&7u64.to_ne_bytes());
+        bytes[56..64].copy_from_slice(&COUNTER_MISSING.to_ne_bytes());
+        let s = decode_sample(bytes).unwrap();
+        assert_eq!(s.frames, &[0x1000]);
+        assert_eq!(s.counters, &[7, COUNTER_MISSING]);
+        assert!(decode_sample(&bytes[..56]).is_none());
+    }
+
+    #[test]
+    fn counter_deltas_scale_multiplexed_counts_and_refuse_missing_ones() {
+        let r = |raw, enabled_ns, running_ns| CounterReading {
+            raw,
+            enabled_ns,
+            running_ns,
+        };
+        assert_eq!(r(150, 20, 20).delta_since(&r(100, 10, 10)), Some(50));
+        assert_eq!(r(150, 30, 20).delta_since(&r(100, 10, 10)), Some(100));
+        assert_eq!(r(100, 30, 10).delta_since(&r(100, 10, 10)), Some(0));
+        assert_eq!(r(150, 30, 10).delta_since(&r(100, 10, 10)), None);
+        assert_eq!(CounterReading::MISSING.delta_since(&r(1, 1, 1)), None);
+        assert_eq!(r(1, 1, 1).delta_since(&CounterReading::MISSING), None);
+        assert_eq!(r(1, 1, 1).delta_since(&r(2, 1, 1)), None);
+        let bytes: Vec<u8> = [r(1, 2, 3), CounterReading::MISSING]
+            .iter()
+            .flat_map(|c| as_bytes(c).to_vec())
+            .collect();
+        let back: Vec<_> = counter_readings(&bytes).collect();
+        assert_eq!(back, [r(1, 2, 3), CounterReading::MISSING]);
     }
 
     #[test]

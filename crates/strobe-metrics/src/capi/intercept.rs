@@ -37,12 +37,18 @@ pub struct RegionEvent<'a> {
     /// A [`super::types::region_kind`] value.
     pub kind: u32,
     /// Nesting depth on its thread (0 = outermost); an end must carry its
-    /// begin's depth. A runtime that does not track depth passes 0
-    /// everywhere and regions are matched in stack order.
+    /// begin's depth. [`DEPTH_FROM_STACK`] at both ends lets this module
+    /// count it (the runtime's way).
     pub depth: u32,
     /// `CLOCK_MONOTONIC` ns of the begin or end; 0 = now.
     pub time_ns: u64,
 }
+
+/// A [`RegionEvent::depth`] that asks for the depth to be the number of
+/// regions open on the thread, and for an end to match the innermost:
+/// for a caller that does not count nesting itself. Regions that began
+/// before a tool registered are not counted.
+pub const DEPTH_FROM_STACK: u32 = u32::MAX;
 
 #[derive(Clone, Copy)]
 struct Registration {
@@ -69,6 +75,9 @@ struct OpenRegion {
     begin_ns: u64,
     group: Option<Group>,
     generation: u64,
+    /// The tool's `region_begin` was called (else the region is only kept
+    /// so that ends still match their begins after the tool left).
+    told: bool,
 }
 
 thread_local! {
@@ -132,11 +141,19 @@ pub fn intercepting_active() -> bool {
 /// the tool's `region_begin` for a group and starts it. Returns the
 /// tool's status, or the failure to start the group (recorded for
 /// `strobe_metrics_errno`); `SUCCESS` when no tool is registered.
+#[inline]
 pub fn intercept_region_begin(ev: &RegionEvent<'_>) -> Status {
-    if !ACTIVE.load(Ordering::Relaxed) {
+    if !dispatching() {
         return Status::SUCCESS;
     }
     guard("strobe_metrics_intercept_region_begin", || begin(ev))
+}
+
+/// Whether region begins and ends go further than this check: a tool is
+/// registered, or regions it saw are still open.
+#[inline]
+fn dispatching() -> bool {
+    ACTIVE.load(Ordering::Relaxed) || OPEN_REGIONS.load(Ordering::Relaxed) != 0
 }
 
 /// Called by the runtime as a region ends on the calling thread: stops
@@ -144,8 +161,9 @@ pub fn intercept_region_begin(ev: &RegionEvent<'_>) -> Status {
 /// context's completion callback called), then calls the tool's
 /// `region_end`. Regions begun deeper and still open are ended first;
 /// an end with no matching begin does nothing.
+#[inline]
 pub fn intercept_region_end(ev: &RegionEvent<'_>) -> Status {
-    if !ACTIVE.load(Ordering::Relaxed) && OPEN_REGIONS.load(Ordering::Relaxed) == 0 {
+    if !dispatching() {
         return Status::SUCCESS;
     }
     guard("strobe_metrics_intercept_region_end", || end(ev))
@@ -155,13 +173,12 @@ fn begin(ev: &RegionEvent<'_>) -> CResult {
     let Some(_busy) = Busy::enter() else {
         return Ok(());
     };
-    let Some(reg) = registration() else {
-        return Ok(());
+    let depth = if ev.depth == DEPTH_FROM_STACK {
+        REGIONS.try_with(|r| r.borrow().len() as u32).unwrap_or(0)
+    } else {
+        ev.depth
     };
-    let Some(region_begin) = reg.callbacks.region_begin else {
-        return Ok(());
-    };
-    let name = ev.name.map(CStr::to_owned);
+    let reg = registration();
     let mut open = OpenRegion {
         thread_id: if ev.thread_id == 0 {
             gettid()
@@ -169,12 +186,20 @@ fn begin(ev: &RegionEvent<'_>) -> CResult {
             ev.thread_id
         },
         kind: ev.kind,
-        depth: ev.depth,
+        depth,
         begin_ns: now_or(ev.time_ns),
-        name,
+        name: ev.name.map(CStr::to_owned),
         group: None,
-        generation: reg.generation,
+        generation: reg.map_or(0, |r| r.generation),
+        told: false,
     };
+    let Some((reg, region_begin)) = reg.and_then(|r| Some((r, r.callbacks.region_begin?))) else {
+        // No tool now, but regions it saw are still open: keep this one
+        // so that their ends still find them.
+        push_open(open);
+        return Ok(());
+    };
+    open.told = true;
     let data = CallbackData {
         thread_id: open.thread_id,
         region_name: name_ptr(open.name.as_ref()),
@@ -225,11 +250,14 @@ fn begin(ev: &RegionEvent<'_>) -> CResult {
             }
         }
     }
-    let pushed = REGIONS.try_with(|r| r.borrow_mut().push(open)).is_ok();
-    if pushed {
+    push_open(open);
+    result
+}
+
+fn push_open(open: OpenRegion) {
+    if REGIONS.try_with(|r| r.borrow_mut().push(open)).is_ok() {
         OPEN_REGIONS.fetch_add(1, Ordering::Relaxed);
     }
-    result
 }
 
 fn end(ev: &RegionEvent<'_>) -> CResult {
@@ -240,6 +268,10 @@ fn end(ev: &RegionEvent<'_>) -> CResult {
         .try_with(|r| {
             let mut r = r.borrow_mut();
             let mut out = Vec::new();
+            if ev.depth == DEPTH_FROM_STACK {
+                out.extend(r.pop());
+                return out;
+            }
             while r.last().is_some_and(|o| o.depth > ev.depth) {
                 out.extend(r.pop());
             }
@@ -285,7 +317,7 @@ fn finish(o: OpenRegion, end_ns: u64) -> CResult {
             ));
         }
     }
-    let reg = registration().filter(|r| r.generation == o.generation);
+    let reg = registration().filter(|r| o.told && r.generation == o.generation);
     if let Some(region_end) = reg.and_then(|r| r.callbacks.region_end) {
         let data = CallbackData {
             thread_id: o.thread_id,
@@ -622,13 +654,53 @@ mod tests {
         let names: Vec<&str> = tool.ends[ends..].iter().map(|e| e.0.as_str()).collect();
         assert_eq!(names, ["b", "a"]);
 
+        // The runtime's way: depths counted here, an end is the innermost.
+        let from_stack = |name: Option<&'static CStr>| RegionEvent {
+            name,
+            depth: DEPTH_FROM_STACK,
+            ..RegionEvent::default()
+        };
+        let (begins, ends) = (tool.begins.len(), tool.ends.len());
+        assert_eq!(
+            intercept_region_begin(&from_stack(Some(c"p"))),
+            Status::SUCCESS
+        );
+        assert_eq!(
+            intercept_region_begin(&from_stack(Some(c"plain"))),
+            Status::SUCCESS
+        );
+        assert_eq!(intercept_region_end(&from_stack(None)), Status::SUCCESS);
+        assert_eq!(intercept_region_end(&from_stack(None)), Status::SUCCESS);
+        assert_eq!(
+            tool.begins[begins..],
+            [("p".into(), 0), ("plain".into(), 1)]
+        );
+        let told: Vec<(&str, u32)> = tool.ends[ends..]
+            .iter()
+            .map(|e| (e.0.as_str(), e.1))
+            .collect();
+        assert_eq!(told, [("plain", 1), ("p", 0)]);
+
         // After removal a region begun before still completes its group,
-        // without region_end.
-        assert_eq!(intercept_region_begin(&ev(c"late", 0)), Status::SUCCESS);
+        // without region_end; regions begun since do not take its end.
+        assert_eq!(
+            intercept_region_begin(&from_stack(Some(c"late"))),
+            Status::SUCCESS
+        );
         assert_eq!(strobe_metrics_remove_intercepting(), Status::SUCCESS);
         assert!(!intercepting_active());
         let ends = tool.ends.len();
-        assert_eq!(intercept_region_end(&ev(c"late", 0)), Status::SUCCESS);
+        assert_eq!(
+            intercept_region_begin(&from_stack(Some(c"since"))),
+            Status::SUCCESS
+        );
+        assert_eq!(intercept_region_end(&from_stack(None)), Status::SUCCESS);
+        assert_eq!(
+            OPEN_REGIONS.load(Ordering::Relaxed),
+            1,
+            "`late` is still open"
+        );
+        assert_eq!(intercept_region_end(&from_stack(None)), Status::SUCCESS);
         assert_eq!(tool.ends.len(), ends);
         if let Some(f) = tool.features.last() {
             assert_eq!(f[0].data.kind, data_kind::INT64);
