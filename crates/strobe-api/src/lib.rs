@@ -99,6 +99,24 @@ impl Drop for Region {
     }
 }
 
+/// Opens a region named `name` without a guard: for bindings whose scopes
+/// are not Rust's (a Python `with` block); each must be ended by one
+/// [`pop_region`] on the same thread. Prefer [`Region`].
+#[inline]
+pub fn push_region(name: &CStr) {
+    if let Some(a) = api() {
+        (a.push_region)(name.as_ptr());
+    }
+}
+
+/// Ends the calling thread's innermost region opened by [`push_region`].
+#[inline]
+pub fn pop_region() {
+    if let Some(a) = api() {
+        (a.pop_region)();
+    }
+}
+
 /// Records an instant marker.
 #[inline]
 pub fn mark(name: &CStr) {

@@ -113,7 +113,13 @@ pub struct Session {
     pub databases: Vec<PathBuf>,
     /// Where they were written.
     pub output_dir: PathBuf,
+    /// strobe set `PYTHONPERFSUPPORT` for the program: the perf maps it
+    /// caused are deleted after symbolization.
+    pub python_perf: bool,
 }
+
+/// CPython's switch for its perf trampoline and map (3.12 and newer).
+const PYTHON_PERF_ENV: &str = "PYTHONPERFSUPPORT";
 
 /// Runs `strobe sample`; returns strobe's exit code.
 pub fn run_sample(args: &SampleArgs, config: Option<&Path>) -> Result<i32> {
@@ -131,6 +137,8 @@ pub fn run_sample(args: &SampleArgs, config: Option<&Path>) -> Result<i32> {
         for db in &databases {
             if let Err(e) = crate::symbolize::symbolize_database(db, args.lines) {
                 eprintln!("strobe: warning: cannot symbolize {}: {e:#}", db.display());
+            } else if session.python_perf {
+                crate::symbolize::remove_perf_map(db);
             }
         }
     }
@@ -366,6 +374,7 @@ fn attach(args: &SampleArgs, settings: &Settings, pid: i32) -> Result<Session> {
         exit_code: 0,
         databases,
         output_dir,
+        python_perf: false,
     })
 }
 
@@ -579,6 +588,12 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
         preload.push(existing);
     }
     env.push(("LD_PRELOAD".into(), preload));
+    // CPython >= 3.12 then writes a perf map naming its functions.
+    let python_perf = settings.bool(Key::SamplingPythonPerf)
+        && std::env::var_os(PYTHON_PERF_ENV).is_none_or(|v| v.is_empty());
+    if python_perf {
+        env.push((PYTHON_PERF_ENV.into(), "1".into()));
+    }
 
     if let Some(reason) = reason {
         let what = if kernel.is_some() {
@@ -620,6 +635,7 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
         exit_code,
         databases,
         output_dir: run_dir.created().unwrap_or_default(),
+        python_perf,
     })
 }
 

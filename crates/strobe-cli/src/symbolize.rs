@@ -730,6 +730,20 @@ fn jit_names(db: &Path, suffix: &str, frames: &[(FrameId, u64)]) -> Result<Vec<R
     Ok(resolved)
 }
 
+/// Deletes the perf map (`/tmp/perf-<pid>.map`) of the process of the
+/// database at `db` when it was written during the process's life: for
+/// maps strobe caused (`sampling_python_perf`), once symbolization copied
+/// the entries it needed into the database. Returns whether one was
+/// deleted.
+pub fn remove_perf_map(db: &Path) -> bool {
+    let Some(process) = process_row(db, "") else {
+        return false;
+    };
+    let map = format!("/tmp/perf-{}.map", process.pid);
+    std::fs::metadata(&map).is_ok_and(|m| map_within_lifetime(&m, &process))
+        && std::fs::remove_file(&map).is_ok()
+}
+
 /// What blazesym found for one address: the name, the address of the
 /// symbol it lies in, and the source location when asked for.
 struct Found {

@@ -32,6 +32,10 @@ pub struct Module {
     pub build_id: String,
 }
 
+/// Most counted regions remembered for a counter that has no row yet (a
+/// counter that never opens keeps the list full: 8 MiB).
+const MAX_PENDING_REGIONS: usize = 1 << 20;
+
 /// What `rocpd_info_pmc.extdata` says of the counters read per thread
 /// (`sampling_events`): readers tell them from other counters by it.
 pub const PROFILE_COUNTER_EXTDATA: &str = r#"{"strobe":"sampling_events","per_region":"change from the region's begin to its end (rocpd_pmc_event)","per_sample":"change since the thread's previous sample (strobe_counter_sample on the thread's track)"}"#;
@@ -68,6 +72,11 @@ pub struct Profile {
     /// one's row once it had a value.
     counters: Vec<ProfileCounter>,
     counter_rows: Vec<Option<CounterId>>,
+    /// Counted regions written while some counter had no row yet: they
+    /// get that counter's NULL row when its row is written, so every
+    /// counted region has one row per counter (at most
+    /// [`MAX_PENDING_REGIONS`] are kept).
+    pending_regions: Vec<EventId>,
     /// Rows of the process-level series, once written.
     process_rows: [Option<CounterId>; crate::procstat::SERIES.len()],
     /// The first error; later records are still attempted.
@@ -105,6 +114,7 @@ impl Profile {
             last_cpu_write: HashMap::new(),
             counters: Vec::new(),
             counter_rows: Vec::new(),
+            pending_regions: Vec::new(),
             process_rows: [None; crate::procstat::SERIES.len()],
             error: None,
             rows: 0,
@@ -154,6 +164,13 @@ impl Profile {
             PROFILE_COUNTER_EXTDATA,
         )?;
         self.counter_rows[i] = Some(id);
+        // The regions written before it had no row for it.
+        for &ev in &self.pending_regions {
+            self.writer.append_pmc_event(ev, id, None)?;
+        }
+        if self.counter_rows.iter().all(Option::is_some) {
+            self.pending_regions = Vec::new();
+        }
         Ok(Some(id))
     }
 
@@ -185,6 +202,11 @@ impl Profile {
                 let value = change.map(|d| self.scaled(i, d));
                 self.writer.append_pmc_event(ev, id, value)?;
             }
+        }
+        if self.counter_rows.iter().any(Option::is_none)
+            && self.pending_regions.len() < MAX_PENDING_REGIONS
+        {
+            self.pending_regions.push(ev);
         }
         Ok(())
     }

@@ -203,6 +203,8 @@ settings! {
     SamplingEvents = "sampling_events", Sampling, Kind::Str, Text("");
     /// Derived metrics computed per region and per function from the counters (comma-separated; built in, or defined in the STROBE_METRICS file; 'strobe sample -M'); the counters they need are read too.
     SamplingMetrics = "sampling_metrics", Sampling, Kind::Str, Text("");
+    /// Set PYTHONPERFSUPPORT=1 for the program (unless it is set already), so that CPython 3.12 and newer writes /tmp/perf-<pid>.map and its functions are named in the stacks; the maps strobe caused are deleted once their names are in the database.
+    SamplingPythonPerf = "sampling_python_perf", Sampling, Kind::Bool, Text("true");
     /// How often per second the collector reads each process's RSS, threads, CPU utilisation, context switches, I/O bytes and CPU frequency from /proc (outside the program), stored as counter series; 0 = never.
     ProcessSamplingFreq = "process_sampling_freq", Sampling, Kind::Float { min: 0.0, max: 1000.0 }, Text("0");
     /// When every collector may collect: [clock:]delay[:duration[:cycles]] specs run one after another; empty = always.
