@@ -1,0 +1,119 @@
+//! The Python package (python/, crates/strobe-py): builds it with maturin
+//! into a virtual environment this test creates (pip installs maturin,
+//! pandas, pyarrow, polars and pytest from PyPI the first time; the
+//! environment is kept under the target directory), then runs its pytest
+//! suite (python/tests) against this build's `strobe` and runtime.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The runtime this test build made.
+fn fresh_runtime() -> PathBuf {
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_strobe"));
+    let deps = exe.with_file_name("deps").join("libstrobe_runtime.so");
+    if deps.is_file() {
+        deps
+    } else {
+        exe.with_file_name("libstrobe_runtime.so")
+    }
+}
+
+/// Runs `cmd`; its output is shown when it fails.
+fn check(cmd: &mut Command, what: &str) -> Result<(), String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("{what}: cannot start: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what}: {}\n{}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// The virtual environment with the package's build and test needs.
+fn venv() -> Result<PathBuf, String> {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("python-venv");
+    let python = dir.join("bin/python");
+    let ready = dir.join(".strobe-ready");
+    if !ready.is_file() {
+        let _ = std::fs::remove_dir_all(&dir);
+        check(
+            Command::new("python3").args(["-m", "venv"]).arg(&dir),
+            "python3 -m venv",
+        )?;
+        check(
+            Command::new(&python).args([
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "maturin>=1.5,<2",
+                "pandas",
+                "pyarrow",
+                "polars",
+                "pytest",
+            ]),
+            "pip install (PyPI must be reachable)",
+        )?;
+        std::fs::write(&ready, b"").map_err(|e| e.to_string())?;
+    }
+    Ok(dir)
+}
+
+#[test]
+fn the_python_packages_pytest_suite_passes() {
+    let dir = match venv() {
+        Ok(d) => d,
+        Err(e) if e.starts_with("pip install") || e.starts_with("python3 -m venv") => {
+            // The only thing that may stop this test: no Python packages
+            // can be fetched here.
+            println!("skipped: cannot set up the Python environment: {e}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let python = dir.join("bin/python");
+    // Build the extension and install the package, as `pip install
+    // ./python` does, but incrementally (debug build, the workspace's
+    // target directory).
+    check(
+        Command::new(dir.join("bin/maturin"))
+            .args(["develop", "-q"])
+            .current_dir(repo().join("python"))
+            .env("VIRTUAL_ENV", &dir)
+            .env("CARGO_TARGET_DIR", repo().join("target")),
+        "maturin develop",
+    )
+    .unwrap();
+    let out = Command::new(&python)
+        .args([
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "python/tests",
+        ])
+        .current_dir(repo())
+        .env("STROBE_BIN", env!("CARGO_BIN_EXE_strobe"))
+        .env("STROBE_RUNTIME", fresh_runtime())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{text}");
+    assert!(out.status.success(), "pytest failed:\n{text}");
+    assert!(text.contains(" passed"), "{text}");
+}

@@ -1,0 +1,33 @@
+"""strobe: profiles as DataFrames, exports, and annotations for Python programs.
+
+Reading: ``strobe.open(paths) -> Profile`` (tables as pandas, arrow or
+polars, chunked when asked). Exports: ``strobe.export.writer``,
+``strobe.convert``, ``strobe.merge``, ``strobe.summary``. Annotations
+(``region``, ``traced``, ``mark``, ``set_thread_name``) are recorded under
+``strobe sample -- python ...`` and cost almost nothing otherwise. The
+command line's post-processing subcommands: ``python -m strobe`` or
+``strobe.cli([...])``. See docs/python.md.
+"""
+
+from . import _native, export
+from ._annotate import is_active, mark, region, set_thread_name, traced
+from ._cli import cli
+from ._profile import Flamegraph, Profile, Summary, open
+from .export import convert, merge, summary
+
+__all__ = [
+    "Flamegraph",
+    "Profile",
+    "Summary",
+    "cli",
+    "convert",
+    "export",
+    "is_active",
+    "mark",
+    "merge",
+    "open",
+    "region",
+    "set_thread_name",
+    "summary",
+    "traced",
+]

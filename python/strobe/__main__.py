@@ -1,0 +1,7 @@
+"""``python -m strobe``: see :func:`strobe.cli`."""
+
+import sys
+
+from ._cli import cli
+
+sys.exit(cli())
