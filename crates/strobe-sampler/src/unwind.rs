@@ -3,10 +3,21 @@
 //! Runs inside the signal handler: no allocation, no locks, no formatting.
 //! Stack reads are bounded to the sampled thread's stack range, so a
 //! corrupt frame ends the walk instead of faulting.
+//!
+//! Besides framehop's unwinding of modules (and frame pointers
+//! elsewhere), it steps over CPython's perf trampolines (Python ≥ 3.12
+//! with `PYTHONPERFSUPPORT`): copies of a four-instruction function in
+//! anonymous memory, without frame pointer or unwind information, that
+//! `strobe sample` asks the interpreter to put under every Python frame.
+//! They are recognized by their code bytes, read with
+//! `process_vm_readv` (a bad address is an error, never a fault), and
+//! remembered in a small table so that a trampoline costs one system
+//! call per distinct return address.
 
-use crate::snapshot::{with_snapshot, NativeCache};
+use crate::snapshot::{with_snapshot, NativeCache, Snapshot};
 use framehop::x86_64::UnwindRegsX86_64;
-use framehop::Unwinder;
+use framehop::{FrameAddress, Unwinder};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The readable range of a thread's stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -77,38 +88,56 @@ pub fn unwind(
         Ok(unsafe { std::ptr::read_volatile(addr as *const u64) })
     };
     let walked = with_snapshot(|snapshot| {
-        let mut frames = snapshot.unwinder.iter_frames(
-            regs.ip,
-            UnwindRegsX86_64::new(regs.ip, regs.sp, regs.bp),
-            cache,
-            &mut read_stack,
-        );
-        let mut depth = 0;
+        let mut regs = UnwindRegsX86_64::new(regs.ip, regs.sp, regs.bp);
+        let mut address = FrameAddress::from_instruction_pointer(regs.ip());
+        out[0] = regs.ip();
+        let mut depth = 1;
         loop {
-            if depth == out.len() {
-                return Unwound {
-                    depth,
-                    complete: matches!(frames.next(), Ok(None)),
-                };
-            }
-            match frames.next() {
-                Ok(Some(frame)) => {
-                    out[depth] = frame.address();
-                    depth += 1;
+            let next = match address {
+                FrameAddress::ReturnAddress(ra) if python_trampoline(snapshot, ra.get()) => {
+                    // `sub $8,%rsp; call *%rcx`: the caller's return
+                    // address lies 8 bytes above, its stack 16 bytes.
+                    let sp = regs.sp();
+                    read_stack(sp.wrapping_add(8)).map(|ra| {
+                        regs.set_sp(sp.wrapping_add(16));
+                        Some(ra)
+                    })
                 }
+                _ => snapshot
+                    .unwinder
+                    .unwind_frame(address, &mut regs, cache, &mut read_stack)
+                    .map_err(|_| ()),
+            };
+            let ra = match next {
+                Ok(Some(ra)) => ra,
                 Ok(None) => {
                     return Unwound {
                         depth,
                         complete: true,
                     }
                 }
-                Err(_) => {
+                Err(()) => {
                     return Unwound {
                         depth,
                         complete: false,
                     }
                 }
+            };
+            let Some(next_address) = FrameAddress::from_return_address(ra) else {
+                return Unwound {
+                    depth,
+                    complete: false,
+                };
+            };
+            if depth == out.len() {
+                return Unwound {
+                    depth,
+                    complete: false,
+                };
             }
+            out[depth] = ra;
+            depth += 1;
+            address = next_address;
         }
     });
     walked.unwrap_or_else(|| {
@@ -118,4 +147,55 @@ pub fn unwind(
             complete: false,
         }
     })
+}
+
+/// CPython's x86-64 perf trampoline around a return address: `sub
+/// $8,%rsp; call *%rcx` before it, `add $8,%rsp; ret` at it
+/// (Python/asm_trampoline.S; an `endbr64` may precede).
+const TRAMPOLINE: [u8; 11] = [
+    0x48, 0x83, 0xec, 0x08, 0xff, 0xd1, 0x48, 0x83, 0xc4, 0x08, 0xc3,
+];
+/// Where the return address lies in [`TRAMPOLINE`].
+const TRAMPOLINE_RA: u64 = 6;
+
+/// Return addresses found to be inside a trampoline (direct-mapped).
+static TRAMPOLINES: [AtomicU64; 256] = [const { AtomicU64::new(0) }; 256];
+
+/// Whether `ra` returns into a CPython perf trampoline. Only addresses in
+/// no module are looked at. **Signal handler**: no allocation, no lock.
+fn python_trampoline(snapshot: &Snapshot, ra: u64) -> bool {
+    let slot = &TRAMPOLINES[((ra >> 4) as usize) % TRAMPOLINES.len()];
+    if slot.load(Ordering::Relaxed) == ra {
+        return true;
+    }
+    if snapshot.modules.iter().any(|m| m.mapped.contains(&ra)) {
+        return false;
+    }
+    let mut code = [0u8; TRAMPOLINE.len()];
+    if !read_own_memory(ra.wrapping_sub(TRAMPOLINE_RA), &mut code) || code != TRAMPOLINE {
+        return false;
+    }
+    slot.store(ra, Ordering::Relaxed);
+    true
+}
+
+/// Reads `out.len()` bytes at `addr` of this process without faulting.
+/// Async-signal-safe (one system call); keeps `errno`.
+fn read_own_memory(addr: u64, out: &mut [u8]) -> bool {
+    let local = libc::iovec {
+        iov_base: out.as_mut_ptr().cast(),
+        iov_len: out.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: out.len(),
+    };
+    // SAFETY: reading the calling thread's errno location.
+    let errno = unsafe { *libc::__errno_location() };
+    // SAFETY: `local` describes `out`, writable for its length; the kernel
+    // checks `remote` and fails with EFAULT where it is not mapped.
+    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+    n == out.len() as isize
 }
