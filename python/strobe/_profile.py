@@ -34,7 +34,14 @@ def inputs_list(inputs: Inputs) -> list:
     return [os.fsdecode(i) for i in inputs]
 
 
+def _split_kind(kind):
+    """``cat:int8`` → (``cat``, its codes' numpy type); others unchanged."""
+    base, _, ty = kind.partition(":")
+    return base, ty or None
+
+
 def _pandas_column(kind, data, extra):
+    kind, codes_type = _split_kind(kind)
     if kind == "i64":
         values = np.frombuffer(data, dtype=np.int64)
         if extra is None:
@@ -44,10 +51,10 @@ def _pandas_column(kind, data, extra):
     if kind == "f64":
         return np.frombuffer(data, dtype=np.float64)
     if kind == "cat":
-        codes = np.frombuffer(data, dtype=np.int32)
+        codes = np.frombuffer(data, dtype=codes_type)
         return pd.Categorical.from_codes(codes, categories=pd.Index(extra, dtype=object))
     if kind == "stack":
-        codes = np.frombuffer(data, dtype=np.int32)
+        codes = np.frombuffer(data, dtype=codes_type)
         cats = pd.Index(extra, dtype=object, tupleize_cols=False)
         return pd.Categorical.from_codes(codes, categories=cats)
     if kind == "null":
@@ -58,6 +65,7 @@ def _pandas_column(kind, data, extra):
 def _arrow_column(kind, data, extra):
     import pyarrow as pa
 
+    kind, codes_type = _split_kind(kind)
     if kind == "i64":
         values = np.frombuffer(data, dtype=np.int64)
         if extra is None:
@@ -66,7 +74,7 @@ def _arrow_column(kind, data, extra):
     if kind == "f64":
         return pa.array(np.frombuffer(data, dtype=np.float64))
     if kind in ("cat", "stack"):
-        codes = np.frombuffer(data, dtype=np.int32)
+        codes = np.frombuffer(data, dtype=codes_type)
         if kind == "cat":
             dictionary = pa.array(extra, type=pa.string())
         else:
@@ -103,7 +111,7 @@ def _frame(columns, as_: str = "pandas"):
             return table
         import polars as pl
 
-        stacks = [name for name, kind, _, _ in columns if kind == "stack"]
+        stacks = [name for name, kind, _, _ in columns if kind.startswith("stack")]
         if stacks:
             # polars has no dictionary of lists: decode those columns.
             for name in stacks:

@@ -78,7 +78,7 @@ def counters_db(programs, tmp_path_factory) -> Path:
     """counter_regions with per-thread counters (-e task-clock,page-faults)."""
     return _sample(
         tmp_path_factory.mktemp("counters"),
-        programs / "counter_regions", "3", "20", "2", "500",
+        programs / "counter_regions", "5", "40", "2", "500",
         flags=("-e", "task-clock,page-faults"),
     )
 

@@ -182,16 +182,38 @@ pub fn bytes_of<'py, T: Copy>(py: Python<'py>, vals: &[T]) -> PyResult<Bound<'py
     })
 }
 
+/// Dictionary codes in the narrowest integer type that holds them
+/// (`-1` = missing, so `distinct` values need codes up to `distinct - 1`),
+/// as a bytearray, with the numpy type name (`int8`, `int16`, `int32`):
+/// pandas keeps categorical codes that narrow, so the frame is built
+/// without a wider copy in between.
+fn codes_of<'py>(
+    py: Python<'py>,
+    codes: &[i32],
+    distinct: usize,
+) -> PyResult<(Bound<'py, PyByteArray>, &'static str)> {
+    if distinct <= i8::MAX as usize + 1 {
+        let narrow: Vec<i8> = codes.iter().map(|&c| c as i8).collect();
+        Ok((bytes_of(py, &narrow)?, "int8"))
+    } else if distinct <= i16::MAX as usize + 1 {
+        let narrow: Vec<i16> = codes.iter().map(|&c| c as i16).collect();
+        Ok((bytes_of(py, &narrow)?, "int16"))
+    } else {
+        Ok((bytes_of(py, codes)?, "int32"))
+    }
+}
+
 /// Converts a column into `(name, kind, data, extra)`:
 /// `("i64", bytearray, validity bytearray or None)`, `("f64", bytearray,
-/// None)`, `("cat", int32 codes, [str])`, `("stack", int32 codes, [tuple])`,
-/// `("null", count, None)`. Consumes the column so its memory goes as soon
+/// None)`, `("cat:TYPE", codes, [str])`, `("stack:TYPE", codes, [tuple])`
+/// (TYPE: the codes' numpy type, see [`codes_of`]), `("null", count,
+/// None)`. Consumes the column so its memory goes as soon
 /// as it is copied.
 pub fn to_py<'py>(py: Python<'py>, name: &str, col: Col) -> PyResult<Bound<'py, PyTuple>> {
     let t = match col {
         Col::Null(n) => (
             name,
-            "null",
+            "null".to_string(),
             n.into_pyobject(py)?.into_any(),
             py.None().into_bound(py),
         ),
@@ -204,26 +226,34 @@ pub fn to_py<'py>(py: Python<'py>, name: &str, col: Col) -> PyResult<Bound<'py, 
                 let bytes: Vec<u8> = valid.iter().map(|&b| b as u8).collect();
                 bytes_of(py, &bytes)?.into_any()
             };
-            (name, "i64", data, mask)
+            (name, "i64".to_string(), data, mask)
         }
         Col::Float(f) => (
             name,
-            "f64",
+            "f64".to_string(),
             bytes_of(py, &f)?.into_any(),
             py.None().into_bound(py),
         ),
         Col::Text { codes, dict } => {
-            let data = bytes_of(py, &codes)?.into_any();
+            let (data, ty) = codes_of(py, &codes, dict.values.len())?;
+            drop(codes);
             let cats = PyList::new(py, dict.values.iter().map(|s| &**s))?.into_any();
-            (name, "cat", data, cats)
+            (name, format!("cat:{ty}"), data.into_any(), cats)
         }
         Col::Stack { codes, stacks } => {
-            let data = bytes_of(py, &codes)?.into_any();
+            let (data, ty) = codes_of(py, &codes, stacks.len())?;
+            drop(codes);
+            let data = data.into_any();
             let tuples = stacks
                 .iter()
                 .map(|s| PyTuple::new(py, s))
                 .collect::<PyResult<Vec<_>>>()?;
-            (name, "stack", data, PyList::new(py, tuples)?.into_any())
+            (
+                name,
+                format!("stack:{ty}"),
+                data,
+                PyList::new(py, tuples)?.into_any(),
+            )
         }
     };
     t.into_pyobject(py)

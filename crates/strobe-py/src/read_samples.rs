@@ -171,7 +171,7 @@ pub fn all(p: &Profile, stack: bool) -> PyResult<Table> {
         Some(perm)
     };
     let guids: Vec<String> = sets.into_iter().map(|(_, g)| g).collect();
-    build(p, &guids, b, perm.as_deref(), stack)
+    build(p, &guids, b, perm, stack)
 }
 
 /// A stack of a process: (process index, call site id or -1).
@@ -193,7 +193,7 @@ fn build(
     p: &Profile,
     guids: &[String],
     b: Batch,
-    perm: Option<&[u32]>,
+    perm: Option<Vec<u32>>,
     with_stack: bool,
 ) -> PyResult<Table> {
     let Batch {
@@ -205,13 +205,16 @@ fn build(
         set,
         kind,
     } = b;
-    let ts = permute(ts, perm);
-    let pid = permute(pid, perm);
-    let tid = permute(tid, perm);
-    let weight = permute(weight, perm);
-    let stack = permute(stack, perm);
-    let set = permute(set, perm);
-    let kind = permute(kind, perm);
+    let order = perm.as_deref();
+    let ts = permute(ts, order);
+    let pid = permute(pid, order);
+    let tid = permute(tid, order);
+    let weight = permute(weight, order);
+    let stack = permute(stack, order);
+    let set = permute(set, order);
+    let kind = permute(kind, order);
+    // Freed before the code columns grow (peak memory).
+    drop(perm);
     let n = ts.len();
     // Leaf function and module, and stack code, per distinct stack.
     let mut functions = Dict::default();
