@@ -278,7 +278,7 @@ impl KernelWriter {
                 }
                 Some(Record::Comm { pid, exec: true }) => {
                     // A new image: new modules, a new database.
-                    self.unwinders.insert(pid, ProcessUnwinder::empty());
+                    self.unwinders.insert(pid, ProcessUnwinder::empty(pid));
                     ended.extend(self.targets.own.remove(&pid));
                 }
                 _ => {}

@@ -5,8 +5,10 @@
 //! Owns the process's module list (from `/proc/PID/maps` when sampling
 //! starts and from the ring's mapping records afterwards), reading each
 //! module's unwind tables from its ELF file, and the walk itself, through
-//! signal frames too. Never reads the process's memory: only the copied
-//! stack.
+//! signal frames and CPython's perf trampolines too (known from the
+//! process's perf map, `/tmp/perf-PID.map`, whose `py::` entries are
+//! trampolines). Never reads the process's memory: only the copied stack
+//! and files.
 
 use crate::profile::Module;
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
@@ -111,24 +113,31 @@ pub struct ProcessUnwinder {
     cache: CacheX86_64,
     /// Signal restorers: (first instruction, after the syscall).
     restorers: Vec<(u64, u64)>,
+    /// CPython's perf trampolines of the process.
+    trampolines: Trampolines,
     /// Modules known, for the database.
     pub modules: Vec<Module>,
 }
 
 impl ProcessUnwinder {
-    /// No module yet (a new image: its mappings follow as records).
-    pub fn empty() -> ProcessUnwinder {
+    /// No module yet (a new image of `pid`: its mappings follow as
+    /// records; `pid` ≤ 0: unknown).
+    pub fn empty(pid: i32) -> ProcessUnwinder {
         ProcessUnwinder {
             unwinder: UnwinderX86_64::new(),
             cache: CacheX86_64::new(),
             restorers: Vec::new(),
+            trampolines: Trampolines {
+                pid,
+                ..Trampolines::default()
+            },
             modules: Vec::new(),
         }
     }
 
     /// The modules mapped into `pid` now.
     pub fn for_process(pid: i32) -> ProcessUnwinder {
-        let mut u = ProcessUnwinder::empty();
+        let mut u = ProcessUnwinder::empty(pid);
         for m in crate::maps::executable_modules(pid) {
             u.add(m);
         }
@@ -223,9 +232,19 @@ impl ProcessUnwinder {
                 address = FrameAddress::from_instruction_pointer(regs.ip());
                 out.push(regs.ip() + 1);
             }
-            let next = self
-                .unwinder
-                .unwind_frame(address, &mut regs, &mut self.cache, &mut |a| read(a));
+            let next = if self.in_trampoline(address) {
+                // `sub $8,%rsp; call *%rcx`: the caller's return address
+                // lies 8 bytes above, its stack 16 bytes.
+                let sp = regs.sp();
+                read(sp.wrapping_add(8)).map(|ra| {
+                    regs.set_sp(sp.wrapping_add(16));
+                    Some(ra)
+                })
+            } else {
+                self.unwinder
+                    .unwind_frame(address, &mut regs, &mut self.cache, &mut |a| read(a))
+                    .map_err(|_| ())
+            };
             match next {
                 Ok(Some(ra)) => match FrameAddress::from_return_address(ra) {
                     Some(ra) => address = ra,
@@ -235,6 +254,16 @@ impl ProcessUnwinder {
                 Err(_) => return (out, false),
             }
         }
+    }
+
+    /// Whether `address` returns into a CPython perf trampoline (an
+    /// address in no module that the perf map names `py::…`).
+    fn in_trampoline(&mut self, address: FrameAddress) -> bool {
+        let FrameAddress::ReturnAddress(ra) = address else {
+            return false;
+        };
+        let at = ra.get();
+        !self.modules.iter().any(|m| m.text.contains(&at)) && self.trampolines.contains(at)
     }
 
     /// The registers of the code a signal interrupted, when `address` is in
@@ -260,6 +289,70 @@ impl ProcessUnwinder {
         let sp = read(uc + UC_RSP).ok()?;
         let bp = read(uc + UC_RBP).ok()?;
         (ip != 0 && sp != 0).then(|| UnwindRegsX86_64::new(ip, sp, bp))
+    }
+}
+
+/// The address ranges of CPython's perf trampolines, read from the
+/// process's perf map as it grows (the interpreter appends an entry per
+/// code object it runs).
+#[derive(Default)]
+struct Trampolines {
+    pid: i32,
+    /// Sorted by start.
+    ranges: Vec<Range<u64>>,
+    /// Bytes of the map read so far (whole lines).
+    read: u64,
+}
+
+impl Trampolines {
+    fn contains(&mut self, at: u64) -> bool {
+        if self.pid <= 0 {
+            return false;
+        }
+        self.find(at) || (self.reload() && self.find(at))
+    }
+
+    fn find(&self, at: u64) -> bool {
+        let i = self.ranges.partition_point(|r| r.start <= at);
+        i > 0 && self.ranges[i - 1].contains(&at)
+    }
+
+    /// Reads what the map gained since the last read; whether it did.
+    fn reload(&mut self) -> bool {
+        use std::io::{Read, Seek};
+        let path = format!("/tmp/perf-{}.map", self.pid);
+        let Ok(mut f) = std::fs::File::open(&path) else {
+            return false;
+        };
+        if f.metadata().map_or(true, |m| m.len() <= self.read)
+            || f.seek(std::io::SeekFrom::Start(self.read)).is_err()
+        {
+            return false;
+        }
+        let mut text = String::new();
+        if f.read_to_string(&mut text).is_err() {
+            return false;
+        }
+        let whole = text.rfind('\n').map_or(0, |i| i + 1);
+        for line in text[..whole].lines() {
+            let mut words = line.splitn(3, ' ');
+            let (Some(start), Some(size), Some(name)) = (words.next(), words.next(), words.next())
+            else {
+                continue;
+            };
+            if !name.starts_with("py::") {
+                continue;
+            }
+            if let (Ok(start), Ok(size)) = (
+                u64::from_str_radix(start, 16),
+                u64::from_str_radix(size, 16),
+            ) {
+                self.ranges.push(start..start.saturating_add(size));
+            }
+        }
+        self.read += whole as u64;
+        self.ranges.sort_by_key(|r| r.start);
+        whole > 0
     }
 }
 
