@@ -457,6 +457,15 @@ pub fn counter_setup(settings: &Settings) -> Result<CounterSetup> {
     let mut setup = CounterSetup::default();
     if !requested.is_empty() {
         let set = MetricSet::from_env().context("reading the metric definitions")?;
+        if let Some(unknown) = requested
+            .iter()
+            .find(|m| set.get(m).is_none() && catalog::resolve(m).is_err())
+        {
+            anyhow::bail!(
+                "unknown metric `{unknown}`; `strobe avail --metrics` lists them (a file of your \
+                 own goes in STROBE_METRICS)"
+            );
+        }
         let wanted: Vec<&str> = requested.iter().map(String::as_str).collect();
         let plan = set
             .plan(&wanted)

@@ -657,3 +657,26 @@ fn a_tool_plugin_counts_the_programs_regions_through_the_runtimes_c_api() {
         assert!(after(line, "page-faults") >= 500.0, "{line}");
     }
 }
+
+#[test]
+fn an_unknown_counter_or_metric_is_a_clear_error_and_runs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    for (flag, name, says) in [
+        ("-e", "no-such-counter", "unknown event `no-such-counter`"),
+        ("-M", "no-such-metric", "unknown metric `no-such-metric`"),
+        ("-e", "proc/rss/", "describes the whole process"),
+    ] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_strobe"));
+        cmd.env("STROBE_RUNTIME", fresh_runtime())
+            .args(["sample", "-q", "--output-dir"])
+            .arg(dir.path().join("out"))
+            .args([flag, name, "--", "touch"])
+            .arg(&marker);
+        let out = run_bounded(cmd);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{flag} {name}: {err}");
+        assert!(err.contains(says), "{flag} {name}: {err}");
+        assert!(!marker.exists(), "{flag} {name}: the program ran");
+    }
+}
