@@ -24,22 +24,41 @@ fn program(name: &str) -> PathBuf {
 }
 
 /// The directory holding the cdylib built with this test
-/// (target/<profile>/deps or target/<profile>).
+/// (target/<profile>/deps or target/<profile>). `cargo test` does not
+/// build a cdylib-only package's library for its integration tests, so a
+/// fresh checkout builds it here, once, into the same target directory.
 fn lib_dir() -> PathBuf {
+    static BUILT: std::sync::Once = std::sync::Once::new();
     let exe = std::env::current_exe().expect("current exe");
     let deps = exe.parent().expect("deps dir").to_path_buf();
-    for d in [
-        deps.clone(),
-        deps.parent().expect("profile dir").to_path_buf(),
-    ] {
-        if d.join("libstrobe_metrics.so").exists() {
-            return d;
+    let profile = deps.parent().expect("profile dir").to_path_buf();
+    let find = || {
+        [deps.clone(), profile.clone()]
+            .into_iter()
+            .find(|d| d.join("libstrobe_metrics.so").exists())
+    };
+    BUILT.call_once(|| {
+        if find().is_none() {
+            let mut cargo = Command::new(env!("CARGO"));
+            cargo.args(["build", "-q", "-p", "strobe-metrics-c"]);
+            if profile.file_name().is_some_and(|n| n == "release") {
+                cargo.arg("--release");
+            }
+            let target = profile.parent().expect("target dir");
+            let status = cargo
+                .env("CARGO_TARGET_DIR", target)
+                .current_dir(repo_root())
+                .status()
+                .expect("cargo runs");
+            assert!(status.success(), "cargo build -p strobe-metrics-c");
         }
-    }
-    panic!(
-        "libstrobe_metrics.so not found next to {}: build it with `cargo build -p strobe-metrics-c`",
-        exe.display()
-    );
+    });
+    find().unwrap_or_else(|| {
+        panic!(
+            "libstrobe_metrics.so not found next to {}: build it with `cargo build -p strobe-metrics-c`",
+            exe.display()
+        )
+    })
 }
 
 fn work_dir(name: &str) -> PathBuf {
