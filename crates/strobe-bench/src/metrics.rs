@@ -69,6 +69,11 @@ fn parse_csv(text: &str) -> Option<(f64, f64)> {
 /// Runs `argv` with its report written to `report`; (task-clock ms,
 /// page-faults, the program's own CPU ms).
 fn counted(argv: &[String], report: &Path) -> Result<(f64, f64, f64)> {
+    // Both tools write the same file: never read the other one's report.
+    match std::fs::remove_file(report) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+        _ => {}
+    }
     let out = Command::new(&argv[0])
         .args(&argv[1..])
         .output()

@@ -59,14 +59,19 @@ pub fn run(args: &CollectForArgs, config: Option<&Path>) -> Result<i32> {
     let settings = load_settings(config, &SettingFlags::default())?;
     let output_dir = crate::sample::output_dir(&settings)?;
     let run_dir = crate::sample::lazy_run_dir(output_dir, program_name(args.pid));
-    let collector =
-        strobe_collect::Collector::start(collector_options(&settings, run_dir.clone(), false))?;
+    let counters = crate::sample::counter_setup(&settings)?;
+    let collector = strobe_collect::Collector::start(collector_options(
+        &settings,
+        run_dir.clone(),
+        false,
+        &counters,
+    ))?;
     let mut to_runtime = std::fs::File::from(report);
     writeln!(
         to_runtime,
         "{}\n{}",
         collector.address(),
-        runtime_config(&settings, false).encode()
+        runtime_config(&settings, false, &counters).encode()
     )
     .context("cannot answer the runtime")?;
     drop(to_runtime);

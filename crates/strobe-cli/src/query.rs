@@ -53,7 +53,7 @@ pub fn run(mut a: QueryArgs) -> anyhow::Result<()> {
         a.inputs = vec![crate::run_dir::default_input()?.display().to_string()];
     }
     let mut profile = strobe_db::Profile::open(&a.inputs)?;
-    apply_window(&mut profile, a.start.as_deref(), a.end.as_deref())?;
+    profile.set_window_text(a.start.as_deref(), a.end.as_deref())?;
     let stdout = std::io::stdout();
     let out = std::io::BufWriter::new(stdout.lock());
     let table: RefCell<Option<TableOut<_>>> = RefCell::new(None);
@@ -98,20 +98,5 @@ pub fn run(mut a: QueryArgs) -> anyhow::Result<()> {
             Err(e) => return Err(e).context("writing the results"),
         }
     }
-    Ok(())
-}
-
-/// Parses and applies `--start/--end` to the profile's time-based views.
-pub fn apply_window(
-    p: &mut strobe_db::Profile,
-    start: Option<&str>,
-    end: Option<&str>,
-) -> anyhow::Result<()> {
-    if start.is_none() && end.is_none() {
-        return Ok(());
-    }
-    let s = start.map(str::parse::<strobe_db::TimeBound>).transpose()?;
-    let e = end.map(str::parse::<strobe_db::TimeBound>).transpose()?;
-    p.set_window(s, e)?;
     Ok(())
 }

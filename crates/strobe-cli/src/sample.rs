@@ -250,7 +250,12 @@ fn sampler_totals(databases: &[PathBuf]) -> [u64; 4] {
 /// The runtime's configuration from the resolved settings.
 /// `kernel_samples_all`: the kernel samples every process of the run, so
 /// the runtime's own sampler stays off (a thread is never sampled twice).
-pub fn runtime_config(settings: &Settings, kernel_samples_all: bool) -> RuntimeConfig {
+/// `counters`: what [`counter_setup`] resolved.
+pub fn runtime_config(
+    settings: &Settings,
+    kernel_samples_all: bool,
+    counters: &CounterSetup,
+) -> RuntimeConfig {
     let sampling = settings.bool(Key::UseSampling) && !kernel_samples_all;
     let rate = |on: Key, freq: Key| {
         if sampling && settings.bool(on) {
@@ -279,22 +284,19 @@ pub fn runtime_config(settings: &Settings, kernel_samples_all: bool) -> RuntimeC
         verbose: settings.int(Key::Verbose) as i32,
         output_file: settings.text(Key::OutputFile).to_string(),
         tsc: strobe_core::clock::tsc_is_reliable(),
-        // Checked by the launcher before anything runs.
-        counters: counter_setup(settings)
-            .map(|c| c.counters.into_iter().map(|c| c.name).collect())
-            .unwrap_or_default(),
+        counters: counters.counters.iter().map(|c| c.name.clone()).collect(),
         ..defaults
     }
 }
 
-/// The collector's options from the resolved settings.
+/// The collector's options from the resolved settings and what
+/// [`counter_setup`] resolved.
 pub fn collector_options(
     settings: &Settings,
     run_dir: Arc<strobe_collect::RunDir>,
     kernel_samples_all: bool,
+    counters: &CounterSetup,
 ) -> strobe_collect::Options {
-    // Checked by the launcher before anything runs.
-    let counters = counter_setup(settings).unwrap_or_default();
     let timing = |freq: Key, delay: Key, duration: Key| strobe_collect::Timing {
         delay_ns: settings.duration_ns(delay),
         duration_ns: settings.duration_ns(duration),
@@ -316,8 +318,8 @@ pub fn collector_options(
             ),
         ],
         windows: settings.windows(Key::TracePeriods).clone(),
-        counters: counters.counters,
-        metrics: counters.metrics,
+        counters: counters.counters.clone(),
+        metrics: counters.metrics.clone(),
         process_sampling_hz: settings.float(Key::ProcessSamplingFreq),
         settings: settings
             .iter()
@@ -353,7 +355,13 @@ fn attach(args: &SampleArgs, settings: &Settings, pid: i32) -> Result<Session> {
     for note in &notes {
         eprintln!("strobe: {note}");
     }
-    let options = collector_options(settings, lazy_run_dir(output_dir, args.run_name()), true);
+    // Nothing is preloaded into an attached process: no counters.
+    let options = collector_options(
+        settings,
+        lazy_run_dir(output_dir, args.run_name()),
+        true,
+        &CounterSetup::default(),
+    );
     let collector = strobe_collect::Collector::start(options)?;
     collector.sample_kernel(events, true);
     crate::launch::install_forwarding();
@@ -557,7 +565,7 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
     }
     let settings = load_settings(config, &flags)?;
     // Refuse an unknown counter or metric before anything runs.
-    counter_setup(&settings)?;
+    let counters = counter_setup(&settings)?;
     // Refuse an unknown export format before anything runs.
     for format in &args.formats {
         format.parse::<strobe_export::Format>()?;
@@ -569,8 +577,12 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
     let output_dir = output_dir(&settings)?;
     let run_dir =
         crate::sample::lazy_run_dir(output_dir, args.command[0].to_string_lossy().into_owned());
-    let collector =
-        strobe_collect::Collector::start(collector_options(&settings, run_dir.clone(), false))?;
+    let collector = strobe_collect::Collector::start(collector_options(
+        &settings,
+        run_dir.clone(),
+        false,
+        &counters,
+    ))?;
     // Opened after the collector's threads started (they must not inherit
     // the events) and before the program: `sampler = kernel` falls back to
     // the signal sampler when the kernel refuses (said in the notes).
@@ -586,7 +598,7 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
         .collect();
     env.push((
         CONFIG_ENV.into(),
-        runtime_config(&settings, kernel_samples_all)
+        runtime_config(&settings, kernel_samples_all, &counters)
             .encode()
             .into(),
     ));

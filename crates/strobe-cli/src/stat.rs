@@ -365,6 +365,14 @@ fn seconds(t: libc::timeval) -> f64 {
 /// `strobe stat`: the child's exit code (128 + signal when killed).
 pub fn run(args: &StatArgs) -> Result<i32> {
     let passes = passes(&args.passes)?;
+    if passes.is_some() && (args.interval_ms.is_some() || args.per_thread) {
+        // Each pass counts other events over another run of the command:
+        // intervals and threads of different runs do not line up.
+        bail!(
+            "--passes counts each group in its own run of the command: it cannot be combined \
+             with -I or --per-thread (use the default, multiplexing, for those)"
+        );
+    }
     let set = MetricSet::from_env()?;
     let plan = if args.metrics.is_empty() {
         None

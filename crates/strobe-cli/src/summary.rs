@@ -528,7 +528,7 @@ fn runs_of(files: &[std::path::PathBuf]) -> Vec<(std::path::PathBuf, Vec<std::pa
 /// to stderr after a run).
 pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut profile = strobe_db::Profile::open(&a.inputs)?;
-    crate::query::apply_window(&mut profile, a.start.as_deref(), a.end.as_deref())?;
+    profile.set_window_text(a.start.as_deref(), a.end.as_deref())?;
     let want = |r: Report| a.report == Report::All || a.report == r;
     let regions = if want(Report::Regions) {
         Some(region_summary(&profile, a.by_process)?)

@@ -620,20 +620,6 @@ fn map_within_lifetime(meta: &std::fs::Metadata, process: &ProcessRow) -> bool {
             .is_none_or(|e| mtime <= e + MAP_TIME_SLACK_NS)
 }
 
-/// Parses one perf map line, `START SIZE NAME` (hex, with or without
-/// `0x`; the name may hold spaces).
-fn perf_map_line(line: &str) -> Option<JitSymbol> {
-    let mut parts = line.trim_end_matches(['\n', '\r']).splitn(3, ' ');
-    let start = u64::from_str_radix(parts.next()?.trim_start_matches("0x"), 16).ok()?;
-    let size = u64::from_str_radix(parts.next()?.trim_start_matches("0x"), 16).ok()?;
-    let name = parts.next()?.trim();
-    (!name.is_empty()).then(|| JitSymbol {
-        start,
-        size,
-        name: name.to_string(),
-    })
-}
-
 /// Names code in no module from perf-map entries (in the order written:
 /// a later entry at the same address wins, the code was regenerated):
 /// each pc gets the covering entry with the highest start. Returns the
@@ -717,7 +703,7 @@ fn jit_names(db: &Path, suffix: &str, frames: &[(FrameId, u64)]) -> Result<Vec<R
         match reader.read_until(b'\n', &mut line) {
             Ok(0) | Err(_) => return None,
             Ok(_) => {
-                if let Some(e) = perf_map_line(&String::from_utf8_lossy(&line)) {
+                if let Some(e) = JitSymbol::from_perf_map_line(&String::from_utf8_lossy(&line)) {
                     return Some(e);
                 }
             }

@@ -120,7 +120,8 @@ fn software_counts_match_what_the_program_measures_of_itself() {
         faults < pages as f64 + 2000.0,
         "{faults} faults for {pages} pages"
     );
-    assert!(value(&counts, "context-switches") >= 0.0);
+    // Counted: a number (`value` refuses a missing row and `<not supported>`).
+    value(&counts, "context-switches");
     // Nothing of strobe's on the program's output.
     assert_eq!(text(&out.stdout).lines().count(), 1);
 }
@@ -280,6 +281,19 @@ fn an_unknown_event_is_a_clear_error_and_runs_nothing() {
     let err = text(&out.stderr);
     assert!(err.contains("no-such-event"), "{err}");
     assert!(!marker.exists(), "the command ran");
+    // Runs of different groups cannot share intervals or threads.
+    for extra in [&["-I", "100"][..], &["--per-thread"][..]] {
+        let mut argv = vec!["stat", "--passes", "auto"];
+        argv.extend_from_slice(extra);
+        argv.extend(["--", "touch", marker.to_str().unwrap()]);
+        let out = strobe(&argv, &[]);
+        assert_ne!(out.status.code(), Some(0), "{extra:?}");
+        assert!(
+            text(&out.stderr).contains("cannot be combined"),
+            "{extra:?}"
+        );
+        assert!(!marker.exists(), "the command ran");
+    }
 }
 
 #[test]

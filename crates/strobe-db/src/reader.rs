@@ -355,6 +355,17 @@ impl Profile {
         })
     }
 
+    /// [`Profile::set_window`] from the text of `--start/--end` (ns or
+    /// `N%`, see [`TimeBound`]); nothing when both are `None`.
+    pub fn set_window_text(&mut self, start: Option<&str>, end: Option<&str>) -> Result<()> {
+        if start.is_none() && end.is_none() {
+            return Ok(());
+        }
+        let s = start.map(str::parse::<TimeBound>).transpose()?;
+        let e = end.map(str::parse::<TimeBound>).transpose()?;
+        self.set_window(s, e).map(|_| ())
+    }
+
     /// Restricts every time-based view (regions, samples, kernels, memory
     /// operations, counters and everything built on them) to rows that
     /// overlap `[start, end]`. Bounds are relative to the run start; `None`

@@ -138,6 +138,22 @@ pub struct JitSymbol {
     pub name: String,
 }
 
+impl JitSymbol {
+    /// One line of a perf map (`/tmp/perf-PID.map`: `START SIZE NAME`,
+    /// hex, as perf reads it); `None` for anything else.
+    pub fn from_perf_map_line(line: &str) -> Option<JitSymbol> {
+        let mut parts = line.trim_end_matches(['\n', '\r']).splitn(3, ' ');
+        let start = u64::from_str_radix(parts.next()?.trim_start_matches("0x"), 16).ok()?;
+        let size = u64::from_str_radix(parts.next()?.trim_start_matches("0x"), 16).ok()?;
+        let name = parts.next()?.trim();
+        (!name.is_empty()).then(|| JitSymbol {
+            start,
+            size,
+            name: name.to_string(),
+        })
+    }
+}
+
 /// The JIT symbols stored for process `suffix` (in insertion order);
 /// empty when the file has none or predates the table.
 pub fn jit_symbols(path: &Path, suffix: &str) -> Result<Vec<JitSymbol>> {

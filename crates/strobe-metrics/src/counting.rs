@@ -75,6 +75,7 @@ use soft::{Soft, SoftWhat, Whose};
 use std::io;
 use std::os::fd::AsRawFd;
 use strobe_core::clock::now_ns;
+use strobe_core::thread::gettid;
 use thread_exits::ThreadExits;
 
 /// Whom the counters observe.
@@ -274,11 +275,6 @@ fn getpid() -> libc::pid_t {
     unsafe { libc::getpid() }
 }
 
-fn gettid() -> libc::pid_t {
-    // SAFETY: gettid has no preconditions and cannot fail.
-    unsafe { libc::gettid() }
-}
-
 impl Counters {
     /// Opens `specs` on `target`: perf events in groups (see the module
     /// documentation), soft counters beside them. Counters start
@@ -342,8 +338,10 @@ impl Counters {
                 (Some(getpid()), Whose::SelfProcess, getpid())
             }
             Target::Process(pid) => (Some(pid), Whose::Process(pid), pid),
-            Target::Thread(0) => (None, Whose::SelfThread(gettid()), gettid()),
-            Target::Thread(tid) if tid == gettid() => (None, Whose::SelfThread(tid), tid),
+            Target::Thread(tid) if tid == 0 || tid == gettid() => {
+                let tid = gettid();
+                (None, Whose::SelfThread(tid), tid)
+            }
             Target::Thread(tid) => {
                 let own = std::path::Path::new(&format!("/proc/self/task/{tid}")).exists();
                 let whose = if own {

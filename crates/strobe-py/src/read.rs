@@ -22,7 +22,7 @@ use pyo3::exceptions::{PyFileNotFoundError, PyRuntimeError, PyStopIteration, PyV
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use strobe_db::summary::{function_summary, region_summary, thread_summary};
-use strobe_db::{DbError, Profile, TimeBound, Value};
+use strobe_db::{DbError, Profile, Value};
 
 #[path = "read_cols.rs"]
 pub mod cols;
@@ -75,18 +75,8 @@ pub fn open_profile(
     end: Option<&str>,
 ) -> Result<Profile, DbError> {
     let mut p = Profile::open(inputs)?;
-    apply_window(&mut p, start, end)?;
+    p.set_window_text(start, end)?;
     Ok(p)
-}
-
-fn apply_window(p: &mut Profile, start: Option<&str>, end: Option<&str>) -> Result<(), DbError> {
-    if start.is_none() && end.is_none() {
-        return Ok(());
-    }
-    let s = start.map(str::parse::<TimeBound>).transpose()?;
-    let e = end.map(str::parse::<TimeBound>).transpose()?;
-    p.set_window(s, e)?;
-    Ok(())
 }
 
 /// The SQL behind each named table, in its documented order (the order
@@ -174,7 +164,8 @@ fn spawn_chunks(
     std::thread::spawn(move || {
         let run = || -> Result<(), PyErr> {
             let mut p = Profile::open_files(&files).map_err(db_err)?;
-            apply_window(&mut p, window.0.as_deref(), window.1.as_deref()).map_err(db_err)?;
+            p.set_window_text(window.0.as_deref(), window.1.as_deref())
+                .map_err(db_err)?;
             match job {
                 Job::Sql(sql) => {
                     let table: RefCell<Option<Table>> = RefCell::new(None);

@@ -12,8 +12,10 @@
 //! it closes one (or reuses its number) the counters are not read again:
 //! before each read the group leader's descriptor is asked for its kernel
 //! id (`PERF_EVENT_IOC_ID`), and a descriptor that is no longer the
-//! counter is never read, nor closed by strobe. Its values are then
-//! missing. A forked child closes the parent's descriptors it inherited
+//! counter is not read, nor closed by strobe. Its values are then
+//! missing. (Another thread of the program closing and reusing the
+//! number between that check and the `read` right after it is not
+//! excluded: a window of one system call.) A forked child closes the parent's descriptors it inherited
 //! and opens its own.
 //!
 //! [`sample_values`] runs **inside the sampling signal handler**: it

@@ -67,11 +67,22 @@ pub struct Snapshot {
     pub unwinder: NativeUnwinder,
     /// The modules, in loader order.
     pub modules: Vec<ModuleInfo>,
+    /// Their executable ranges (what the unwinder knows), sorted.
+    texts: Box<[Range<u64>]>,
     /// Every module seen by any snapshot so far, unloaded ones included
     /// (samples taken before an unload still refer to them).
     pub history: Vec<ModuleInfo>,
     /// Increases with every published snapshot.
     pub generation: u64,
+}
+
+impl Snapshot {
+    /// Whether a module's executable range holds `addr` (a binary search;
+    /// async-signal-safe).
+    pub fn in_module_text(&self, addr: u64) -> bool {
+        let i = self.texts.partition_point(|r| r.start <= addr);
+        i > 0 && self.texts[i - 1].contains(&addr)
+    }
 }
 
 static CURRENT: AtomicPtr<Snapshot> = AtomicPtr::new(ptr::null_mut());
@@ -148,9 +159,12 @@ pub fn rebuild(exclude: Option<Range<u64>>) -> u64 {
         }
     }
     let generation = GENERATION.fetch_add(1, Ordering::SeqCst) + 1;
+    let mut texts: Vec<Range<u64>> = modules.iter().map(|m| m.text.clone()).collect();
+    texts.sort_by_key(|r| r.start);
     let fresh = Box::into_raw(Box::new(Snapshot {
         unwinder,
         modules,
+        texts: texts.into_boxed_slice(),
         history,
         generation,
     }));

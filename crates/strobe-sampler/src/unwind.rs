@@ -158,29 +158,35 @@ const TRAMPOLINE: [u8; 11] = [
 /// Where the return address lies in [`TRAMPOLINE`].
 const TRAMPOLINE_RA: u64 = 6;
 
-/// Return addresses found to be inside a trampoline (direct-mapped).
+/// Return addresses in no module found to be inside a trampoline, and
+/// found not to be (a JIT's code), direct-mapped: each costs its system
+/// call once.
 static TRAMPOLINES: [AtomicU64; 256] = [const { AtomicU64::new(0) }; 256];
+static NOT_TRAMPOLINES: [AtomicU64; 256] = [const { AtomicU64::new(0) }; 256];
 
 /// Whether `ra` returns into a CPython perf trampoline. Only addresses in
 /// no module are looked at. **Signal handler**: no allocation, no lock.
 fn python_trampoline(snapshot: &Snapshot, ra: u64) -> bool {
-    let slot = &TRAMPOLINES[((ra >> 4) as usize) % TRAMPOLINES.len()];
-    if slot.load(Ordering::Relaxed) == ra {
+    let index = ((ra >> 4) as usize) % TRAMPOLINES.len();
+    if TRAMPOLINES[index].load(Ordering::Relaxed) == ra {
         return true;
     }
-    if snapshot.modules.iter().any(|m| m.mapped.contains(&ra)) {
+    if NOT_TRAMPOLINES[index].load(Ordering::Relaxed) == ra || snapshot.in_module_text(ra) {
         return false;
     }
     let mut code = [0u8; TRAMPOLINE.len()];
-    if !read_own_memory(ra.wrapping_sub(TRAMPOLINE_RA), &mut code) || code != TRAMPOLINE {
-        return false;
-    }
-    slot.store(ra, Ordering::Relaxed);
-    true
+    let found = read_own_memory(ra.wrapping_sub(TRAMPOLINE_RA), &mut code) && code == TRAMPOLINE;
+    let table = if found {
+        &TRAMPOLINES
+    } else {
+        &NOT_TRAMPOLINES
+    };
+    table[index].store(ra, Ordering::Relaxed);
+    found
 }
 
 /// Reads `out.len()` bytes at `addr` of this process without faulting.
-/// Async-signal-safe (one system call); keeps `errno`.
+/// Async-signal-safe (one system call; the handler keeps `errno`).
 fn read_own_memory(addr: u64, out: &mut [u8]) -> bool {
     let local = libc::iovec {
         iov_base: out.as_mut_ptr().cast(),
@@ -190,12 +196,8 @@ fn read_own_memory(addr: u64, out: &mut [u8]) -> bool {
         iov_base: addr as *mut libc::c_void,
         iov_len: out.len(),
     };
-    // SAFETY: reading the calling thread's errno location.
-    let errno = unsafe { *libc::__errno_location() };
     // SAFETY: `local` describes `out`, writable for its length; the kernel
     // checks `remote` and fails with EFAULT where it is not mapped.
     let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
-    // SAFETY: as above.
-    unsafe { *libc::__errno_location() = errno };
     n == out.len() as isize
 }

@@ -263,7 +263,15 @@ impl ProcessUnwinder {
             return false;
         };
         let at = ra.get();
-        !self.modules.iter().any(|m| m.text.contains(&at)) && self.trampolines.contains(at)
+        if self.trampolines.find(at) {
+            return true;
+        }
+        // Not one seen yet: read what the map gained (at most every
+        // RELOAD_EVERY), unless a module covers the address.
+        self.trampolines.reload_due()
+            && !self.modules.iter().any(|m| m.text.contains(&at))
+            && self.trampolines.reload()
+            && self.trampolines.find(at)
     }
 
     /// The registers of the code a signal interrupted, when `address` is in
@@ -292,6 +300,11 @@ impl ProcessUnwinder {
     }
 }
 
+/// How often, at most, the perf map is read again for an address no
+/// module or known trampoline covers (a JIT's code would otherwise cost
+/// a file open per frame).
+const RELOAD_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// The address ranges of CPython's perf trampolines, read from the
 /// process's perf map as it grows (the interpreter appends an entry per
 /// code object it runs).
@@ -302,14 +315,15 @@ struct Trampolines {
     ranges: Vec<Range<u64>>,
     /// Bytes of the map read so far (whole lines).
     read: u64,
+    /// When the map was last read.
+    last_reload: Option<std::time::Instant>,
 }
 
 impl Trampolines {
-    fn contains(&mut self, at: u64) -> bool {
-        if self.pid <= 0 {
-            return false;
-        }
-        self.find(at) || (self.reload() && self.find(at))
+    /// Whether the map may be read again now (the pid is known and the
+    /// last read is old enough).
+    fn reload_due(&self) -> bool {
+        self.pid > 0 && self.last_reload.is_none_or(|t| t.elapsed() >= RELOAD_EVERY)
     }
 
     fn find(&self, at: u64) -> bool {
@@ -320,6 +334,7 @@ impl Trampolines {
     /// Reads what the map gained since the last read; whether it did.
     fn reload(&mut self) -> bool {
         use std::io::{Read, Seek};
+        self.last_reload = Some(std::time::Instant::now());
         let path = format!("/tmp/perf-{}.map", self.pid);
         let Ok(mut f) = std::fs::File::open(&path) else {
             return false;
@@ -334,22 +349,12 @@ impl Trampolines {
             return false;
         }
         let whole = text.rfind('\n').map_or(0, |i| i + 1);
-        for line in text[..whole].lines() {
-            let mut words = line.splitn(3, ' ');
-            let (Some(start), Some(size), Some(name)) = (words.next(), words.next(), words.next())
-            else {
-                continue;
-            };
-            if !name.starts_with("py::") {
-                continue;
-            }
-            if let (Ok(start), Ok(size)) = (
-                u64::from_str_radix(start, 16),
-                u64::from_str_radix(size, 16),
-            ) {
-                self.ranges.push(start..start.saturating_add(size));
-            }
-        }
+        let entries = text[..whole]
+            .lines()
+            .filter_map(strobe_db::symbols::JitSymbol::from_perf_map_line)
+            .filter(|e| e.name.starts_with("py::"));
+        self.ranges
+            .extend(entries.map(|e| e.start..e.start.saturating_add(e.size)));
         self.read += whole as u64;
         self.ranges.sort_by_key(|r| r.start);
         whole > 0

@@ -107,11 +107,6 @@ fn registration() -> Option<Registration> {
     *REGISTRATION.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn gettid() -> u64 {
-    // SAFETY: gettid has no preconditions and cannot fail.
-    unsafe { libc::gettid() as u64 }
-}
-
 fn now_or(t: u64) -> u64 {
     if t == 0 {
         strobe_core::clock::now_ns()
@@ -181,7 +176,7 @@ fn begin(ev: &RegionEvent<'_>) -> CResult {
     let reg = registration();
     let mut open = OpenRegion {
         thread_id: if ev.thread_id == 0 {
-            gettid()
+            strobe_core::thread::gettid() as u64
         } else {
             ev.thread_id
         },

@@ -20,6 +20,7 @@
 use super::Reading;
 use crate::catalog::{ProcField, RusageField};
 use std::fmt::Write as _;
+use strobe_core::thread::gettid;
 
 /// What one soft counter reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,11 +210,6 @@ fn rusage_value(r: &libc::rusage, f: RusageField) -> u64 {
         RusageField::InBlock => n(r.ru_inblock),
         RusageField::OuBlock => n(r.ru_oublock),
     }
-}
-
-fn gettid() -> libc::pid_t {
-    // SAFETY: gettid has no preconditions and cannot fail.
-    unsafe { libc::gettid() }
 }
 
 impl Soft {
