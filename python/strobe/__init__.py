@@ -3,14 +3,25 @@
 Reading: ``strobe.open(paths) -> Profile`` (tables as pandas, arrow or
 polars, chunked when asked). Exports: ``strobe.export.writer``,
 ``strobe.convert``, ``strobe.merge``, ``strobe.summary``. Annotations
-(``region``, ``traced``, ``mark``, ``set_thread_name``) are recorded under
+(``region``, ``traced``, ``mark``, ``set_thread_name``, and the progress
+points ``progress``/``progress_begin``/``progress_end`` for ``strobe causal``)
+are recorded under
 ``strobe sample -- python ...`` and cost almost nothing otherwise. The
 command line's post-processing subcommands: ``python -m strobe`` or
 ``strobe.cli([...])``. See docs/python.md.
 """
 
 from . import _native, export
-from ._annotate import is_active, mark, region, set_thread_name, traced
+from ._annotate import (
+    is_active,
+    mark,
+    progress,
+    progress_begin,
+    progress_end,
+    region,
+    set_thread_name,
+    traced,
+)
 from ._cli import cli
 from ._profile import Flamegraph, Profile, Summary, open
 from .export import convert, merge, summary
@@ -26,6 +37,9 @@ __all__ = [
     "mark",
     "merge",
     "open",
+    "progress",
+    "progress_begin",
+    "progress_end",
     "region",
     "set_thread_name",
     "summary",

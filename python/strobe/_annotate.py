@@ -1,4 +1,5 @@
-"""Annotations for Python programs: regions, marks, thread names.
+"""Annotations for Python programs: regions, marks, thread names, progress
+points (for ``strobe causal``).
 
 Recorded by the strobe runtime when the interpreter runs under
 ``strobe sample -- python ...``; without it every call is a no-op (the
@@ -15,6 +16,9 @@ if _native.is_active():
     region = _native.region
     mark = _native.mark
     set_thread_name = _native.set_thread_name
+    progress = _native.progress
+    progress_begin = _native.progress_begin
+    progress_end = _native.progress_end
 else:
     # Not under strobe (the runtime is preloaded before the interpreter
     # starts, so this cannot change later): plain Python no-ops, cheaper
@@ -45,6 +49,15 @@ else:
 
     def set_thread_name(name):
         """Names the calling thread in the profile (here: nothing)."""
+
+    def progress(name):
+        """Counts one unit of work of progress point ``name`` (here: nothing)."""
+
+    def progress_begin(name):
+        """A unit of work of latency point ``name`` begins (here: nothing)."""
+
+    def progress_end(name):
+        """A unit of work of latency point ``name`` ends (here: nothing)."""
 
 
 def traced(fn=None, *, name=None):

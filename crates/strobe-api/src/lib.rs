@@ -3,6 +3,7 @@
 //! ```no_run
 //! let _solve = strobe::Region::new(c"solve"); // ends when dropped
 //! strobe::mark(c"checkpoint");
+//! strobe::progress(c"request served"); // for `strobe causal`
 //! ```
 //!
 //! Calls reach the strobe runtime when the program runs under
@@ -26,7 +27,14 @@ struct Api {
     set_thread_name: extern "C" fn(*const c_char),
     pause: extern "C" fn(),
     resume: extern "C" fn(),
+    // Version 2: present when `size` covers them.
+    progress: extern "C" fn(*const c_char),
+    progress_begin: extern "C" fn(*const c_char),
+    progress_end: extern "C" fn(*const c_char),
 }
+
+/// Size of the version-1 table (without progress points).
+const V1_SIZE: u32 = std::mem::offset_of!(Api, progress) as u32;
 
 /// Not looked up yet.
 const UNKNOWN: *mut Api = std::ptr::dangling_mut::<Api>();
@@ -48,8 +56,8 @@ fn api() -> Option<&'static Api> {
 fn lookup() -> *mut Api {
     // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name.
     let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"strobe_runtime_api".as_ptr()) } as *mut Api;
-    // SAFETY: only trust a table at least as large as the one we know.
-    let p = if p.is_null() || unsafe { (*p).size } < std::mem::size_of::<Api>() as u32 {
+    // SAFETY: only trust a table with at least the first version's entries.
+    let p = if p.is_null() || unsafe { (*p).size } < V1_SIZE {
         std::ptr::null_mut()
     } else {
         p
@@ -149,6 +157,37 @@ pub fn resume() {
     }
 }
 
+/// The runtime's table when it has the progress point entries.
+#[inline]
+fn api_v2() -> Option<&'static Api> {
+    api().filter(|a| a.size >= std::mem::size_of::<Api>() as u32)
+}
+
+/// Counts one visit of the throughput progress point `name` (causal
+/// profiling: one unit of work done).
+#[inline]
+pub fn progress(name: &CStr) {
+    if let Some(a) = api_v2() {
+        (a.progress)(name.as_ptr());
+    }
+}
+
+/// A unit of work of the latency progress point `name` begins.
+#[inline]
+pub fn progress_begin(name: &CStr) {
+    if let Some(a) = api_v2() {
+        (a.progress_begin)(name.as_ptr());
+    }
+}
+
+/// A unit of work of the latency progress point `name` ends.
+#[inline]
+pub fn progress_end(name: &CStr) {
+    if let Some(a) = api_v2() {
+        (a.progress_end)(name.as_ptr());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -159,5 +198,8 @@ mod tests {
         super::set_thread_name(c"name");
         super::pause();
         super::resume();
+        super::progress(c"done");
+        super::progress_begin(c"request");
+        super::progress_end(c"request");
     }
 }

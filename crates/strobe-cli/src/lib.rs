@@ -5,6 +5,8 @@
 
 mod avail;
 mod avail_counters;
+mod causal;
+mod causal_report;
 mod collect_for;
 mod components;
 mod convert;
@@ -31,6 +33,8 @@ const EXAMPLES: &str = "\
 Examples:
   strobe sample -- ./app args                    profile a program (see `strobe sample --help`)
   strobe sample --flamegraph -- ./app            ... and write an SVG flamegraph
+  strobe causal -- ./app args                    which code, if made faster, makes the program faster
+  strobe causal report -i strobe-output/latest   the causal report again (SVG curves, profile.coz)
   strobe stat -- ./app args                      count events and metrics, as perf stat does
   strobe summary -i strobe-output                the tables again, for every process
   strobe convert -i strobe-output -f pftrace     a Perfetto trace of the run
@@ -67,6 +71,9 @@ enum Command {
     Avail(avail::AvailArgs),
     /// Run a program under the sampling profiler: `strobe sample [options] -- <command> <args>`.
     Sample(sample::SampleArgs),
+    /// Causal profiling: which code, if made faster, would make the program faster:
+    /// `strobe causal [options] -- <command> <args>`; `strobe causal report` reads the results.
+    Causal(causal::CausalArgs),
     /// Count events and derived metrics of a program, as `perf stat` does:
     /// `strobe stat [-e EVENTS] [-M METRICS] -- <command> <args>`.
     Stat(stat::StatArgs),
@@ -127,12 +134,7 @@ where
         return 2;
     }
     let config = cli.config.as_deref();
-    if host == Host::Binary
-        && !matches!(
-            cli.command,
-            Command::Sample(_) | Command::Stat(_) | Command::CollectFor(_)
-        )
-    {
+    if host == Host::Binary && !runs_a_program(&cli.command) {
         // Listings piped into `head` end quietly, as other tools do; the
         // commands that run a program keep ignoring SIGPIPE so that a
         // closed terminal never loses what they collect.
@@ -142,6 +144,7 @@ where
     let result = match cli.command {
         Command::Avail(args) => avail::run(&args, config).map(|()| 0),
         Command::Sample(args) => sample::run_sample(&args, config),
+        Command::Causal(args) => causal::run(&args, config),
         Command::Stat(args) => stat::run(&args),
         Command::Query(args) => query::run(args).map(|()| 0),
         Command::Merge(args) => merge::run(args).map(|()| 0),
@@ -166,10 +169,21 @@ where
     }
 }
 
+/// Whether the subcommand runs a program (and so keeps ignoring
+/// `SIGPIPE`).
+fn runs_a_program(c: &Command) -> bool {
+    match c {
+        Command::Sample(_) | Command::Stat(_) | Command::CollectFor(_) => true,
+        Command::Causal(args) => args.report.is_none(),
+        _ => false,
+    }
+}
+
 fn command_name(c: &Command) -> &'static str {
     match c {
         Command::Avail(_) => "avail",
         Command::Sample(_) => "sample",
+        Command::Causal(_) => "causal",
         Command::Stat(_) => "stat",
         Command::Query(_) => "query",
         Command::Merge(_) => "merge",

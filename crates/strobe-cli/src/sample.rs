@@ -321,6 +321,7 @@ pub fn collector_options(
         counters: counters.counters.clone(),
         metrics: counters.metrics.clone(),
         process_sampling_hz: settings.float(Key::ProcessSamplingFreq),
+        causal: None,
         settings: settings
             .iter()
             .filter_map(|(def, r)| Some((def.name.to_string(), r.value.as_ref()?.to_string())))
@@ -573,22 +574,50 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
     if let Some(pid) = args.pid {
         return attach(args, &settings, pid);
     }
-    let runtime = runtime_lib::locate(settings.path(Key::Runtime))?;
     let output_dir = output_dir(&settings)?;
     let run_dir =
         crate::sample::lazy_run_dir(output_dir, args.command[0].to_string_lossy().into_owned());
-    let collector = strobe_collect::Collector::start(collector_options(
-        &settings,
-        run_dir.clone(),
-        false,
-        &counters,
-    ))?;
+    let ran = run_program(&args.command, &settings, &counters, run_dir.clone(), None)?;
+    Ok(Session {
+        exit_code: ran.exit_code,
+        databases: ran.databases,
+        output_dir: run_dir.created().unwrap_or_default(),
+        python_perf: ran.python_perf,
+    })
+}
+
+/// What one run of a program under the runtime produced.
+pub struct Ran {
+    /// The program's exit code for strobe to return.
+    pub exit_code: i32,
+    /// The databases its processes wrote, in path order.
+    pub databases: Vec<PathBuf>,
+    /// strobe set `PYTHONPERFSUPPORT` for the program.
+    pub python_perf: bool,
+}
+
+/// Runs `command` under the runtime with a collector writing into
+/// `run_dir`, and waits for it and everything it started; prints the
+/// collector's notes. `causal`: the experiments `strobe causal` runs.
+pub fn run_program(
+    command: &[OsString],
+    settings: &Settings,
+    counters: &CounterSetup,
+    run_dir: Arc<strobe_collect::RunDir>,
+    causal: Option<strobe_collect::causal::CausalOptions>,
+) -> Result<Ran> {
+    let runtime = runtime_lib::locate(settings.path(Key::Runtime))?;
+    let causal_run = causal.is_some();
+    let collector = strobe_collect::Collector::start(strobe_collect::Options {
+        causal,
+        ..collector_options(settings, run_dir, false, counters)
+    })?;
     // Opened after the collector's threads started (they must not inherit
     // the events) and before the program: `sampler = kernel` falls back to
     // the signal sampler when the kernel refuses (said in the notes).
     let mut notes = Vec::new();
-    let reason = unprofilable(&args.command[0]);
-    let kernel = kernel_events(&settings, reason, &mut notes);
+    let reason = unprofilable(&command[0]);
+    let kernel = kernel_events(settings, reason, &mut notes);
     let kernel_samples_all = kernel.is_some() && settings.text(Key::Sampler) == "kernel";
 
     let mut env: Vec<(OsString, OsString)> = settings
@@ -596,12 +625,11 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
         .into_iter()
         .map(|(k, v)| (k.into(), v.into()))
         .collect();
-    env.push((
-        CONFIG_ENV.into(),
-        runtime_config(&settings, kernel_samples_all, &counters)
-            .encode()
-            .into(),
-    ));
+    let config = RuntimeConfig {
+        causal: causal_run,
+        ..runtime_config(settings, kernel_samples_all, counters)
+    };
+    env.push((CONFIG_ENV.into(), config.encode().into()));
     env.push((COLLECTOR_ENV.into(), collector.address().into()));
     let mut preload = OsString::from(&runtime);
     if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|p| !p.is_empty()) {
@@ -624,14 +652,14 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
         };
         notes.push(format!(
             "{}: {what}: {}",
-            args.command[0].to_string_lossy(),
+            command[0].to_string_lossy(),
             exec_reason::describe(reason)
         ));
     }
     if let Some(events) = kernel {
         collector.sample_kernel(events, kernel_samples_all);
     }
-    let outcome = run(&args.command, &env, &["STROBE_CONFIG"])?;
+    let outcome = run(command, &env, &["STROBE_CONFIG"])?;
     collector.program_done();
     let report = wait_for_collector(collector);
     notes.extend(report.notes);
@@ -652,10 +680,9 @@ fn launch(args: &SampleArgs, config: Option<&Path>) -> Result<Session> {
     };
     let mut databases = report.databases;
     databases.sort();
-    Ok(Session {
+    Ok(Ran {
         exit_code,
         databases,
-        output_dir: run_dir.created().unwrap_or_default(),
         python_perf,
     })
 }

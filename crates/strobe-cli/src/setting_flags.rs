@@ -24,6 +24,7 @@ fn heading(category: Category) -> &'static str {
         Category::Sampling => "Sampling settings",
         Category::Tracing => "Tracing settings",
         Category::Buffer => "Buffer settings",
+        Category::Causal => "Causal profiling settings",
     }
 }
 

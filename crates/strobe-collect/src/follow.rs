@@ -182,7 +182,15 @@ impl Taps<'_> {
         self.drain(i);
         // Again: the first pass may have freed slots whose events came last.
         self.drain(i);
-        let tap = self.taps.swap_remove(i);
+        let mut tap = self.taps.swap_remove(i);
+        let mut last = Batch::default();
+        tap.finish(&mut last);
+        if !last.is_empty() {
+            let _ = self.to_writer.send(ToWriter::Records {
+                id: tap.id,
+                batch: last,
+            });
+        }
         let _ = self.to_writer.send(ToWriter::Ended {
             id: tap.id,
             superseded,

@@ -22,6 +22,8 @@
 //! Owns the two threads and the run's report. Never runs inside the
 //! profiled program.
 
+pub mod causal;
+mod elf;
 mod follow;
 mod kernel;
 mod kernel_writer;
@@ -97,6 +99,9 @@ pub struct Options {
     /// How often per second each process's `/proc` values are read into
     /// counter series; 0 = never.
     pub process_sampling_hz: f64,
+    /// Causal profiling of every process whose runtime takes part
+    /// (`strobe causal`); `None`: none.
+    pub causal: Option<causal::CausalOptions>,
 }
 
 /// Most counters the runtime reads per thread (each sample carries one

@@ -363,6 +363,12 @@ impl Process {
                 }
             }
         }
+        if !batch.causal.is_empty() || !batch.causal_samples.is_empty() {
+            if let Some(profile) = self.profile(options) {
+                let r = profile.causal(&batch.causal, &batch.causal_samples);
+                profile.note(r);
+            }
+        }
         for (t, r) in self.totals.iter_mut().zip(batch.retired) {
             *t += r;
         }

@@ -255,6 +255,21 @@ impl Profile {
         Ok(())
     }
 
+    /// Causal experiments that ended, and the in-scope sample counts.
+    pub fn causal(
+        &mut self,
+        experiments: &[strobe_db::CausalExperiment],
+        samples: &[(String, u64)],
+    ) -> Result<()> {
+        for e in experiments {
+            self.writer.causal_experiment(e)?;
+        }
+        if !samples.is_empty() {
+            self.writer.causal_samples(samples)?;
+        }
+        Ok(())
+    }
+
     /// Remembers the first failure.
     pub fn note(&mut self, r: Result<()>) {
         if let Err(e) = r {

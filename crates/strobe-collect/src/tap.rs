@@ -54,6 +54,10 @@ pub struct Batch {
     pub corrupt: Vec<String>,
     /// Process-level values read from `/proc` (`process_sampling_freq`).
     pub process_points: Vec<crate::procstat::Point>,
+    /// Causal experiments that ended.
+    pub causal: Vec<strobe_db::CausalExperiment>,
+    /// In-scope samples per selectable unit (sent once, at the end).
+    pub causal_samples: Vec<(String, u64)>,
 }
 
 impl Batch {
@@ -61,6 +65,8 @@ impl Batch {
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
             && self.process_points.is_empty()
+            && self.causal.is_empty()
+            && self.causal_samples.is_empty()
             && self.notes.is_empty()
             && self.corrupt.is_empty()
             && self.retired == [0; 5]
@@ -197,6 +203,8 @@ pub struct Tap {
     event_clock: Vec<((u64, u64), u64)>,
     /// Reads the process's `/proc` values (`process_sampling_freq`).
     process: Option<crate::procstat::ProcessSampler>,
+    /// Causal experiments, once the runtime said it takes part.
+    causal: Option<crate::causal::Controller>,
 }
 
 impl Tap {
@@ -217,6 +225,7 @@ impl Tap {
             last_task_scan_ns: now_ns(),
             event_clock: Vec::new(),
             process: crate::procstat::ProcessSampler::new(pid, options.process_sampling_hz),
+            causal: None,
         }
     }
 
@@ -235,12 +244,34 @@ impl Tap {
                 && (timing.duration_ns == 0 || elapsed < timing.delay_ns + timing.duration_ns);
             self.segment.header().sampling_on[i].store(u32::from(on), Ordering::Relaxed);
         }
+        // The runtime says it takes part once its sampler runs (after the
+        // segment was handed over).
+        if let Some(causal) = &options.causal {
+            if self.causal.is_none() && self.segment.causal().enabled.load(Ordering::Acquire) == 1 {
+                self.causal = Some(crate::causal::Controller::start(
+                    self.pid,
+                    self.segment.clone(),
+                    causal,
+                ));
+            }
+        }
+    }
+
+    /// The image ended: its causal experiment in progress ends and the
+    /// sample counts go out, into `batch`.
+    pub fn finish(&mut self, batch: &mut Batch) {
+        if let Some(c) = self.causal.as_mut() {
+            c.finish(batch);
+        }
     }
 
     /// Copies everything out of the rings into `batch`; what the records
     /// said goes to `found`. Slots of ended threads whose rings are empty
     /// are freed.
     pub fn drain(&mut self, batch: &mut Batch, found: &mut Found) {
+        if let Some(c) = self.causal.as_mut() {
+            c.step(now_ns(), batch);
+        }
         if let Some(point) = self.process.as_mut().and_then(|p| p.due()) {
             batch.process_points.push(point);
         }

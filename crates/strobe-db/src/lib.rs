@@ -7,12 +7,13 @@
 //! settings. This crate owns the schema ([`schema`]), the streaming
 //! [`Writer`], the multi-file [`Profile`] reader, the fast raw scans of
 //! samples for readers on threads of their own ([`scan`]), the physical
-//! [`merge`], the [`summary`] computations and the symbolization storage
-//! ([`symbols`]). It
+//! [`merge`], the [`summary`] computations, the symbolization storage
+//! ([`symbols`]) and the causal-profiling results ([`causal`]). It
 //! never prints and never resolves symbols itself. See `docs/schema.md`.
 
 #![warn(missing_docs)]
 
+pub mod causal;
 pub mod error;
 pub mod identity;
 pub mod inputs;
@@ -39,8 +40,8 @@ pub use reader::{
 pub use rusqlite;
 pub use rusqlite::types::Value;
 pub use writer::{
-    AgentId, AgentInfo, AgentKind, AllocOp, Arg, CallSiteId, CounterId, CounterInfo, EventId,
-    FrameId, FrameSymbols, MemLevel, MemoryOp, MetricRow, ModuleId, ModuleRow, Region, SampleKind,
-    SampleMeta, StackFrame, StringId, ThreadInfo, ThreadRef, TrackId, WeightScale, Writer,
-    WriterOptions, WriterTotals,
+    AgentId, AgentInfo, AgentKind, AllocOp, Arg, CallSiteId, CausalExperiment, CausalProgress,
+    CounterId, CounterInfo, EventId, FrameId, FrameSymbols, MemLevel, MemoryOp, MetricRow,
+    ModuleId, ModuleRow, ProgressKind, Region, SampleKind, SampleMeta, StackFrame, StringId,
+    ThreadInfo, ThreadRef, TrackId, WeightScale, Writer, WriterOptions, WriterTotals,
 };

@@ -1,8 +1,9 @@
 //! The schema: rocpd v3 tables, strobe_ tables, unsuffixed views, data views.
 //!
 //! Owns every `CREATE` statement strobe-db issues: the twenty rocpd tables
-//! and the strobe tables (physically suffixed per process; one of them,
-//! the JIT symbol table, optional in files written before it), the unsuffixed
+//! and the strobe tables (physically suffixed per process; some of them,
+//! the JIT symbol, metric and causal-profiling tables, optional: files
+//! written before them lack them), the unsuffixed
 //! views over one or many suffixes, the standard rocpd data and summary
 //! views, and the indexes a merge creates. It must never insert data; the
 //! writer, merge and reader call it. `docs/schema.md` documents all of it.
@@ -55,7 +56,7 @@ pub fn all_tables() -> impl Iterator<Item = &'static str> {
 /// but a file without them is still a valid profile (readers and merge take
 /// them where present; their unsuffixed views show no rows of a process
 /// that lacks them).
-pub const OPTIONAL_TABLES: [(&str, &[&str]); 2] = [
+pub const OPTIONAL_TABLES: [(&str, &[&str]); 5] = [
     (JIT_SYMBOL_TABLE, &["start", "size", "name"]),
     (
         METRIC_TABLE,
@@ -68,7 +69,68 @@ pub const OPTIONAL_TABLES: [(&str, &[&str]); 2] = [
             "requested",
         ],
     ),
+    (
+        CAUSAL_EXPERIMENT_TABLE,
+        &[
+            "variant",
+            "mode",
+            "selection",
+            "file",
+            "line",
+            "function",
+            "speedup",
+            "start_ns",
+            "duration_ns",
+            "delay_ns",
+            "selected_samples",
+            "period_ns",
+        ],
+    ),
+    (
+        CAUSAL_PROGRESS_TABLE,
+        &[
+            "experiment",
+            "name",
+            "kind",
+            "visits",
+            "departures",
+            "in_flight",
+        ],
+    ),
+    (CAUSAL_SAMPLE_TABLE, &["location", "count"]),
 ];
+
+/// The table of causal-profiling experiments (`strobe causal`): one row
+/// per experiment, what was virtually sped up, by how much, for how long
+/// and how much delay that inserted. See `docs/schema.md`.
+pub const CAUSAL_EXPERIMENT_TABLE: &str = "strobe_causal_experiment";
+
+/// The table of what each causal experiment measured: one row per
+/// experiment and progress point (`experiment` is the experiment's row id,
+/// joined together with `guid`).
+pub const CAUSAL_PROGRESS_TABLE: &str = "strobe_causal_progress";
+
+/// The table of the samples a causal run counted in scope, per source line
+/// (`file:line`) or function: what Coz writes as its `samples` lines.
+pub const CAUSAL_SAMPLE_TABLE: &str = "strobe_causal_sample";
+
+/// `CREATE TABLE IF NOT EXISTS` for the three causal tables: `{s}` and
+/// `{g}` as in [`TABLE_DDL`].
+const CAUSAL_DDL: &str = r#"
+CREATE TABLE IF NOT EXISTS "strobe_causal_experiment{s}" (
+  "id" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, {GUID},
+  "variant" TEXT NOT NULL, "mode" TEXT NOT NULL, "selection" TEXT NOT NULL,
+  "file" TEXT, "line" INTEGER, "function" TEXT, "speedup" REAL NOT NULL,
+  "start_ns" BIGINT NOT NULL, "duration_ns" BIGINT NOT NULL, "delay_ns" BIGINT NOT NULL,
+  "selected_samples" INTEGER NOT NULL, "period_ns" BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS "strobe_causal_progress{s}" (
+  "id" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, {GUID},
+  "experiment" INTEGER NOT NULL, "name" TEXT NOT NULL, "kind" TEXT NOT NULL,
+  "visits" INTEGER NOT NULL, "departures" INTEGER NOT NULL, "in_flight" INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS "strobe_causal_sample{s}" (
+  "id" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, {GUID},
+  "location" TEXT NOT NULL, "count" INTEGER NOT NULL);
+"#;
 
 /// The table that keeps the derived-metric definitions a run used
 /// (`sampling_metrics`), so that metrics are computed from the stored
@@ -288,12 +350,13 @@ pub fn create_tables(conn: &Connection, suffix: &str, guid: &str) -> rusqlite::R
         .replace("{g}", guid);
     conn.execute_batch(&ddl)?;
     create_jit_symbol_table(conn, suffix, guid)?;
-    conn.execute_batch(
-        &METRIC_DDL
-            .replace("{GUID}", GUID)
-            .replace("{s}", suffix)
-            .replace("{g}", guid),
-    )?;
+    for ddl in [METRIC_DDL, CAUSAL_DDL] {
+        conn.execute_batch(
+            &ddl.replace("{GUID}", GUID)
+                .replace("{s}", suffix)
+                .replace("{g}", guid),
+        )?;
+    }
     conn.execute(
         &format!("INSERT INTO \"rocpd_metadata{suffix}\" (tag, value) VALUES ('schema_version', ?1), ('uuid', ?2), ('guid', ?3), ('strobe_version', ?4)"),
         rusqlite::params![SCHEMA_VERSION.to_string(), suffix, guid, env!("CARGO_PKG_VERSION")],
@@ -454,7 +517,7 @@ CREATE INDEX IF NOT EXISTS "idx_callsite{s}_parent" ON "strobe_callsite{s}" ("pa
 
 /// Names of the standard views created by [`create_views`] on top of the
 /// unsuffixed table views, in creation order.
-pub const DATA_VIEW_NAMES: [&str; 26] = [
+pub const DATA_VIEW_NAMES: [&str; 27] = [
     "code_objects",
     "kernel_symbols",
     "processes",
@@ -481,6 +544,7 @@ pub const DATA_VIEW_NAMES: [&str; 26] = [
     "strobe_counters",
     "strobe_samples",
     "strobe_region_counters",
+    "strobe_causal_points",
 ];
 
 /// The standard views (rocpd's names and columns; our SQL). Joins use the
@@ -795,4 +859,11 @@ FROM "rocpd_pmc_event" PE
   JOIN "rocpd_region" R ON R.event_id = PE.event_id AND R.guid = PE.guid
   JOIN "rocpd_info_process" P ON P.id = R.pid AND P.guid = R.guid
   JOIN "rocpd_info_thread" TH ON TH.id = R.tid AND TH.guid = R.guid;
+
+CREATE VIEW "strobe_causal_points" AS
+SELECT E.id AS experiment, E.guid, E.variant, E.mode, E.selection, E.file, E.line, E.function,
+  E.speedup, E.start_ns, E.duration_ns, E.delay_ns, E.selected_samples, E.period_ns,
+  P.name AS progress, P.kind, P.visits, P.departures, P.in_flight
+FROM "strobe_causal_progress" P
+  JOIN "strobe_causal_experiment" E ON E.id = P.experiment AND E.guid = P.guid;
 "#;

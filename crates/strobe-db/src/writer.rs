@@ -3,8 +3,9 @@
 //! Owns creating a database file (tables, views, metadata, process and node
 //! rows) and appending records to it in batched transactions: typed append
 //! calls for threads, tracks, strings, events, args, regions, samples with
-//! call stacks, modules, counters and counter samples, plus the symbolization
-//! update of frames. Memory is bounded by the interning caches (distinct
+//! call stacks, modules, counters and counter samples, causal-profiling
+//! experiments and their in-scope samples, plus the symbolization update of
+//! frames. Memory is bounded by the interning caches (distinct
 //! values only) and SQLite's page cache, never by run length. It never starts
 //! a thread and never creates an index; the owner calls [`Writer::maybe_flush`]
 //! (or appends) often enough for the periodic flush to happen.
@@ -235,6 +236,101 @@ pub struct MetricRow<'a> {
     pub description: Option<&'a str>,
     /// Whether it was asked for (else only referred to by one that was).
     pub requested: bool,
+}
+
+/// What a causal-profiling progress point measures
+/// (`strobe_causal_progress.kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ProgressKind {
+    /// A point visited each time a unit of work completes (Coz's
+    /// `COZ_PROGRESS`): its rate is the program's throughput.
+    Throughput,
+    /// A begin/end pair (Coz's `COZ_BEGIN`/`COZ_END`): the time between
+    /// them is a latency.
+    Latency,
+    /// The whole run: one visit at its end (end-to-end mode).
+    EndToEnd,
+}
+
+impl ProgressKind {
+    /// The text stored in the database: `throughput`, `latency` or
+    /// `end-to-end`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProgressKind::Throughput => "throughput",
+            ProgressKind::Latency => "latency",
+            ProgressKind::EndToEnd => "end-to-end",
+        }
+    }
+
+    /// The kind stored as `s` (see [`ProgressKind::as_str`]), if known.
+    pub fn from_name(s: &str) -> Option<ProgressKind> {
+        match s {
+            "throughput" => Some(ProgressKind::Throughput),
+            "latency" => Some(ProgressKind::Latency),
+            "end-to-end" => Some(ProgressKind::EndToEnd),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ProgressKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What one progress point counted during one causal experiment
+/// (`strobe_causal_progress`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CausalProgress {
+    /// The progress point's name.
+    pub name: String,
+    /// Throughput, latency or end-to-end.
+    pub kind: ProgressKind,
+    /// Throughput: visits during the experiment; latency: arrivals (begins)
+    /// during it; end-to-end: 1.
+    pub visits: u64,
+    /// Latency: departures (ends) during the experiment; otherwise 0.
+    pub departures: u64,
+    /// Latency: begins minus ends counted since the program started, at the
+    /// experiment's end (Coz's `difference`); otherwise 0.
+    pub in_flight: i64,
+}
+
+/// One causal-profiling experiment (`strobe_causal_experiment`) with what
+/// its progress points counted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CausalExperiment {
+    /// Label of the configuration variant (`""` when there is only one).
+    pub variant: String,
+    /// `line`, `function` or `end-to-end`.
+    pub mode: String,
+    /// What was virtually sped up: `path/to/file.c:42` in line mode, the
+    /// function name in function mode, `""` for an end-to-end baseline.
+    pub selection: String,
+    /// The selection's source file, when known.
+    pub file: Option<String>,
+    /// The selection's source line, when known.
+    pub line: Option<u32>,
+    /// The selection's function, when known.
+    pub function: Option<String>,
+    /// Virtual speedup, 0.0 to 1.0.
+    pub speedup: f64,
+    /// `CLOCK_MONOTONIC` ns at the start.
+    pub start_ns: u64,
+    /// Effective duration in ns: wall time minus the delay inserted
+    /// (Coz's `duration`).
+    pub duration_ns: u64,
+    /// Delay inserted during the experiment in ns (the change of the
+    /// global delay count).
+    pub delay_ns: u64,
+    /// Samples that fell in the selection during the experiment.
+    pub selected_samples: u64,
+    /// The sampling period in ns.
+    pub period_ns: u64,
+    /// One entry per progress point.
+    pub progress: Vec<CausalProgress>,
 }
 
 /// One argument attached to an event (`rocpd_arg`).
@@ -1135,6 +1231,77 @@ impl Writer {
             })
             .at(&self.path)?;
         self.end_row(1)
+    }
+
+    /// Records one causal-profiling experiment and what each of its
+    /// progress points counted (`strobe_causal_experiment` and one
+    /// `strobe_causal_progress` row per entry of `e.progress`).
+    pub fn causal_experiment(&mut self, e: &CausalExperiment) -> Result<()> {
+        self.begin_row()?;
+        let s = &self.suffix;
+        let sql = format!(
+            "INSERT INTO \"strobe_causal_experiment{s}\" (variant, mode, selection, file, line, function, speedup, start_ns, duration_ns, delay_ns, selected_samples, period_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut st| {
+                st.execute(params![
+                    e.variant,
+                    e.mode,
+                    e.selection,
+                    e.file,
+                    e.line,
+                    e.function,
+                    e.speedup,
+                    i(e.start_ns),
+                    i(e.duration_ns),
+                    i(e.delay_ns),
+                    i(e.selected_samples),
+                    i(e.period_ns)
+                ])
+            })
+            .at(&self.path)?;
+        let id = self.conn.last_insert_rowid();
+        let sql = format!(
+            "INSERT INTO \"strobe_causal_progress{s}\" (experiment, name, kind, visits, departures, in_flight) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+        );
+        {
+            let mut st = self.conn.prepare_cached(&sql).at(&self.path)?;
+            for p in &e.progress {
+                st.execute(params![
+                    id,
+                    p.name,
+                    p.kind.as_str(),
+                    i(p.visits),
+                    i(p.departures),
+                    p.in_flight
+                ])
+                .at(&self.path)?;
+            }
+        }
+        self.end_row(1 + e.progress.len())
+    }
+
+    /// Records the samples a causal run counted in scope, per location
+    /// (`file:line` in line mode, the function name in function mode), in
+    /// `strobe_causal_sample`. Rows are appended: counts of one location
+    /// given in several calls add up (readers sum them).
+    pub fn causal_samples(&mut self, counts: &[(String, u64)]) -> Result<()> {
+        if counts.is_empty() {
+            return Ok(());
+        }
+        self.begin_row()?;
+        let sql = format!(
+            "INSERT INTO \"strobe_causal_sample{}\" (location, count) VALUES (?1, ?2)",
+            self.suffix
+        );
+        {
+            let mut st = self.conn.prepare_cached(&sql).at(&self.path)?;
+            for (location, count) in counts {
+                st.execute(params![location, i(*count)]).at(&self.path)?;
+            }
+        }
+        self.end_row(counts.len())
     }
 
     /// Appends one point of a counter's time series (`strobe_counter_sample`),

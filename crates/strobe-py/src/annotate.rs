@@ -110,6 +110,35 @@ fn pop_region() {
     strobe::pop_region();
 }
 
+/// `strobe.progress(name)`: one visit of a throughput progress point.
+#[pyfunction]
+fn progress(name: &str) -> PyResult<()> {
+    if strobe::is_active() {
+        strobe::progress(&c_name(name)?);
+    }
+    Ok(())
+}
+
+/// `strobe.progress_begin(name)`: a latency progress point's unit of work
+/// begins.
+#[pyfunction]
+fn progress_begin(name: &str) -> PyResult<()> {
+    if strobe::is_active() {
+        strobe::progress_begin(&c_name(name)?);
+    }
+    Ok(())
+}
+
+/// `strobe.progress_end(name)`: a latency progress point's unit of work
+/// ends.
+#[pyfunction]
+fn progress_end(name: &str) -> PyResult<()> {
+    if strobe::is_active() {
+        strobe::progress_end(&c_name(name)?);
+    }
+    Ok(())
+}
+
 /// Whether the interpreter runs under the strobe runtime.
 #[pyfunction]
 fn is_active() -> bool {
@@ -124,5 +153,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(push_region, m)?)?;
     m.add_function(wrap_pyfunction!(pop_region, m)?)?;
     m.add_function(wrap_pyfunction!(is_active, m)?)?;
+    m.add_function(wrap_pyfunction!(progress, m)?)?;
+    m.add_function(wrap_pyfunction!(progress_begin, m)?)?;
+    m.add_function(wrap_pyfunction!(progress_end, m)?)?;
     Ok(())
 }

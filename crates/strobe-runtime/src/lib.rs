@@ -4,8 +4,9 @@
 //! creates the process's shared segment and hands it to the collector; the
 //! `__libc_start_main` wrapper starts sampling just before `main`. The
 //! runtime interposes `pthread_create` (every program thread gets a slot
-//! and timers), `fork`, the `exec` family, `dlclose`, and the signal
-//! functions for its sampling signals only.
+//! and timers), `fork`, the `exec` family, `dlclose`, the signal
+//! functions for its sampling signals only, and the blocking and waking
+//! calls causal profiling needs (forwarded unchanged outside causal runs).
 //!
 //! This crate owns wiring: producers (sampler, user API, tracing
 //! notifications) to the segment's rings, and the process life cycle. It
@@ -15,6 +16,8 @@
 //! `counters.rs`), and it never links SQLite. It must never print through
 //! Rust's stdio or let a panic cross into C.
 
+mod causal;
+mod causal_wrap;
 mod connect;
 mod counters;
 mod dl;

@@ -221,6 +221,7 @@ fn stage2() {
 /// What every new runtime does once published: the calling thread, the
 /// threads that already exist, tracing, tool plugins.
 pub fn begin(rt: &'static Runtime, older_threads: &[i32]) {
+    crate::causal::begin(rt);
     crate::dl::announce_modules(rt);
     crate::threads::on_thread_start(rt, None);
     crate::threads::adopt_threads(rt, older_threads);

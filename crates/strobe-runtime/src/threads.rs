@@ -22,6 +22,8 @@ type StartRoutine = extern "C" fn(*mut libc::c_void) -> *mut libc::c_void;
 struct Trampoline {
     start: StartRoutine,
     arg: *mut libc::c_void,
+    /// The creator's causal delay count, which the new thread inherits.
+    causal_local: Option<u64>,
 }
 
 /// The key whose destructor runs when a registered thread exits.
@@ -75,7 +77,11 @@ pub unsafe extern "C" fn pthread_create(
             crate::dl::refresh_modules(rt);
         }
     });
-    let trampoline = Box::into_raw(Box::new(Trampoline { start, arg }));
+    let trampoline = Box::into_raw(Box::new(Trampoline {
+        start,
+        arg,
+        causal_local: crate::causal::inheritable(),
+    }));
     // SAFETY: the trampoline box is handed to the new thread, which frees it.
     let rc = unsafe { real_create(thread, attr, thread_start, trampoline as *mut libc::c_void) };
     if rc != 0 {
@@ -87,10 +93,15 @@ pub unsafe extern "C" fn pthread_create(
 
 extern "C" fn thread_start(p: *mut libc::c_void) -> *mut libc::c_void {
     // SAFETY: `p` is the trampoline boxed by our pthread_create.
-    let Trampoline { start, arg } = *unsafe { Box::from_raw(p as *mut Trampoline) };
+    let Trampoline {
+        start,
+        arg,
+        causal_local,
+    } = *unsafe { Box::from_raw(p as *mut Trampoline) };
     let _ = std::panic::catch_unwind(|| {
         if let Some(rt) = current() {
             on_thread_start(rt, Some(start as usize as u64));
+            crate::causal::inherit(causal_local);
         }
     });
     start(arg)
@@ -144,6 +155,8 @@ pub fn on_thread_exit(rt: &Runtime) {
     let Some(slot) = my_slot(rt) else {
         return;
     };
+    // A joiner is about to wake: what this thread owes is paid first.
+    crate::causal::before_waking();
     if let Some(sampler) = &rt.sampler {
         sampler.unregister_current_thread();
     }

@@ -15,11 +15,12 @@ use crate::threads::slot_of_current_thread;
 use std::ffi::{c_char, CStr};
 use std::sync::atomic::Ordering;
 use strobe_core::clock::now_ns;
+use strobe_core::shm::causal::point_kind;
 use strobe_core::shm::wire::event;
 use strobe_metrics::capi::region_kind;
 
 /// Version of the table layout; grows only by appending entries.
-pub const API_VERSION: u32 = 1;
+pub const API_VERSION: u32 = 2;
 
 /// The table (`strobe_api_t` in `include/strobe.h`).
 #[repr(C)]
@@ -40,6 +41,12 @@ pub struct StrobeApi {
     pub pause: extern "C" fn(),
     /// Resumes collection.
     pub resume: extern "C" fn(),
+    /// Counts one visit of a throughput progress point (version 2).
+    pub progress: extern "C" fn(*const c_char),
+    /// A latency progress point's transaction begins (version 2).
+    pub progress_begin: extern "C" fn(*const c_char),
+    /// A latency progress point's transaction ends (version 2).
+    pub progress_end: extern "C" fn(*const c_char),
 }
 
 /// The table the API looks up.
@@ -54,6 +61,9 @@ pub static strobe_runtime_api: StrobeApi = StrobeApi {
     set_thread_name,
     pause,
     resume,
+    progress,
+    progress_begin,
+    progress_end,
 };
 
 /// The runtime and the calling thread's slot, when regions are recorded.
@@ -156,4 +166,27 @@ extern "C" fn resume() {
             }
         }
     });
+}
+
+fn count_progress(name: *const c_char, kind: u32, end: bool) {
+    if name.is_null() {
+        return;
+    }
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: the API takes NUL-terminated strings; null was refused.
+        let name = unsafe { CStr::from_ptr(name) }.to_bytes();
+        crate::causal::progress(name, kind, end);
+    });
+}
+
+extern "C" fn progress(name: *const c_char) {
+    count_progress(name, point_kind::THROUGHPUT, false);
+}
+
+extern "C" fn progress_begin(name: *const c_char) {
+    count_progress(name, point_kind::LATENCY, false);
+}
+
+extern "C" fn progress_end(name: *const c_char) {
+    count_progress(name, point_kind::LATENCY, true);
 }

@@ -5,7 +5,8 @@
 //! only async-signal-safe functions (`clock_gettime`, `getrusage`, `gettid`,
 //! `futex`, `sigprocmask`, `raise`; through the counter hook a process
 //! may set, [`set_sample_counters`], `ioctl` and `read` on its counters'
-//! descriptors). It saves and restores `errno` and
+//! descriptors; through the after-sample hook, [`set_after_sample`],
+//! `clock_nanosleep`). It saves and restores `errno` and
 //! refuses to re-enter itself on the same thread. A timer's signal carries
 //! a tagged index into a fixed table of samplers, so finding the thread's
 //! state is one bounds-checked load, and signals that are not from strobe's
@@ -68,6 +69,10 @@ const TAG_MASK: usize = 0xffff_0000_0000_0000;
 /// A function the handler calls with every sample it records (0 = none).
 static SAMPLE_TAP: AtomicUsize = AtomicUsize::new(0);
 
+/// A function the handler calls after every sample, on the sampled thread
+/// (0 = none): `fn(slot, frames, periods)`.
+static AFTER_SAMPLE: AtomicUsize = AtomicUsize::new(0);
+
 /// Counter values every sample carries (0 = none), and the function that
 /// reads them (`fn(u32, &mut [u64])`, 0 = none).
 static COUNTER_VALUES: AtomicUsize = AtomicUsize::new(0);
@@ -92,6 +97,18 @@ pub fn set_sample_counters(count: usize, hook: Option<fn(u32, &mut [u64])>) {
 /// **in the signal handler** (it must not allocate, lock or block).
 pub fn set_sample_tap(tap: Option<fn(&crate::Sample<'_>)>) {
     SAMPLE_TAP.store(tap.map_or(0, |f| f as usize), Ordering::Release);
+}
+
+/// Has the handler call `hook(slot, frames, periods)` after every sample
+/// it records, **in the signal handler** on the sampled thread, with the
+/// slot its samples go to, the sample's frames (the interrupted address
+/// first, then return addresses) and the sampling periods the sample
+/// stands for (1 + the timer expirations the kernel merged into it). The hook must not allocate or lock; it
+/// may block the thread (causal profiling's pauses sleep there): the
+/// thread takes no other sample meanwhile, and its sample is committed
+/// after the hook returns.
+pub fn set_after_sample(hook: Option<fn(u32, &[u64], u32)>) {
+    AFTER_SAMPLE.store(hook.map_or(0, |f| f as usize), Ordering::Release);
 }
 
 /// Publishes the segment the handler writes to.
@@ -278,6 +295,17 @@ impl ThreadSampler {
                 frames: &words[..walked.depth],
                 counters: &words[walked.depth..walked.depth + counters],
             });
+        }
+        let after = AFTER_SAMPLE.load(Ordering::Acquire);
+        if after != 0 {
+            // SAFETY: only `set_after_sample` stores here, a
+            // `fn(u32, &[u64], u32)`.
+            let after = unsafe { std::mem::transmute::<usize, fn(u32, &[u64], u32)>(after) };
+            after(
+                *slot_index,
+                &words[..walked.depth],
+                header.overruns.saturating_add(1),
+            );
         }
         ring.commit(
             reservation,

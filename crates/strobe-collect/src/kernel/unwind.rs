@@ -23,47 +23,17 @@ struct Sections {
 }
 
 /// Reads `.text`, `.eh_frame` and `.eh_frame_hdr` of the ELF file at
-/// `path` (64-bit little-endian).
+/// `path`.
 fn read_sections(path: &str) -> Option<Sections> {
-    let file = std::fs::read(path).ok()?;
-    if file.len() < 64 || &file[..4] != b"\x7fELF" || file[4] != 2 || file[5] != 1 {
-        return None;
-    }
-    let u16_at = |i: usize| Some(u16::from_le_bytes(file.get(i..i + 2)?.try_into().ok()?));
-    let u32_at = |i: usize| Some(u32::from_le_bytes(file.get(i..i + 4)?.try_into().ok()?));
-    let u64_at = |i: usize| Some(u64::from_le_bytes(file.get(i..i + 8)?.try_into().ok()?));
-    let shoff = u64_at(40)? as usize;
-    let (shentsize, shnum, shstrndx) = (u16_at(58)? as usize, u16_at(60)? as usize, u16_at(62)?);
-    let header = |i: usize| shoff + i * shentsize;
-    let names_at = u64_at(header(shstrndx as usize) + 24)? as usize;
+    let elf = crate::elf::ElfFile::read(path)?;
     let mut sections = Sections {
         text: None,
         eh_frame: None,
         eh_frame_hdr: None,
     };
-    const SHT_NOBITS: u32 = 8;
-    for i in 0..shnum {
-        let h = header(i);
-        let name_off = u32_at(h)? as usize;
-        let name_bytes = file.get(names_at + name_off..)?;
-        let name = &name_bytes[..name_bytes.iter().position(|&b| b == 0)?];
-        let (kind, addr, offset, size) = (
-            u32_at(h + 4)?,
-            u64_at(h + 16)?,
-            u64_at(h + 24)?,
-            u64_at(h + 32)?,
-        );
-        if kind == SHT_NOBITS {
-            continue;
-        }
-        let data = || {
-            Some((
-                addr..addr + size,
-                file.get(offset as usize..(offset + size) as usize)?
-                    .to_vec(),
-            ))
-        };
-        match name {
+    for s in elf.sections() {
+        let data = || Some((s.addr..s.addr + s.data.len() as u64, s.data.to_vec()));
+        match s.name {
             b".text" => sections.text = data(),
             b".eh_frame" => sections.eh_frame = data(),
             b".eh_frame_hdr" => sections.eh_frame_hdr = data(),

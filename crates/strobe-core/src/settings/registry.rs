@@ -20,16 +20,19 @@ pub enum Category {
     Tracing,
     /// The buffered record service between producers and consumers.
     Buffer,
+    /// Causal profiling (`strobe causal`).
+    Causal,
 }
 
 impl Category {
     /// Every category in display order.
-    pub const ALL: [Category; 5] = [
+    pub const ALL: [Category; 6] = [
         Category::General,
         Category::Output,
         Category::Sampling,
         Category::Tracing,
         Category::Buffer,
+        Category::Causal,
     ];
 
     /// The lower-case name used by `--category`.
@@ -40,6 +43,7 @@ impl Category {
             Category::Sampling => "sampling",
             Category::Tracing => "tracing",
             Category::Buffer => "buffer",
+            Category::Causal => "causal",
         }
     }
 
@@ -215,4 +219,20 @@ settings! {
     BufferSize = "buffer_size", Buffer, Kind::Int { min: 4096, max: 1 << 30 }, Text("4194304");
     /// What a full buffer does: 'lossless' makes producers wait for an empty buffer, 'discard' drops and counts records.
     BufferPolicy = "buffer_policy", Buffer, Kind::Enum(&["lossless", "discard"]), Text("lossless");
+    /// What a causal experiment selects: one source 'line' (from the DWARF line table) or a whole 'function'.
+    CausalMode = "causal_mode", Causal, Kind::Enum(&["line", "function"]), Text("line");
+    /// Regular expression over module paths whose code experiments may select; empty = the program's main executable only.
+    CausalBinaryScope = "causal_binary_scope", Causal, Kind::Str, Text("");
+    /// Regular expression over source file paths whose lines experiments may select; empty = every file.
+    CausalSourceScope = "causal_source_scope", Causal, Kind::Str, Text("");
+    /// Regular expression over (demangled) function names whose code experiments may select; empty = every function.
+    CausalFunctionScope = "causal_function_scope", Causal, Kind::Str, Text("");
+    /// Virtual speedups in percent experiments draw from: a comma-separated list of values and ranges 'first-last:step'; about a quarter of the experiments are 0% controls when 0 is listed.
+    CausalSpeedups = "causal_speedups", Causal, Kind::Str, Text("0-100:5");
+    /// One experiment per run, spanning the whole run (for programs without progress points): each run of the program is one speedup; use with causal_iterations.
+    CausalEndToEnd = "causal_end_to_end", Causal, Kind::Bool, Text("false");
+    /// How many times `strobe causal` runs the program (end-to-end: runs per listed speedup); each run is a variant, forked and exec'd with its own environment.
+    CausalIterations = "causal_iterations", Causal, Kind::Int { min: 1, max: 100000 }, Text("1");
+    /// Seeds the experiments' choices of code and speedup; 0 = a different seed every run.
+    CausalSeed = "causal_seed", Causal, Kind::Int { min: 0, max: i64::MAX }, Text("0");
 }

@@ -51,6 +51,10 @@ pub struct RuntimeConfig {
     /// order (records carry their values in this order). Empty: none, and
     /// the program gets no descriptor for them.
     pub counters: Vec<String>,
+    /// The process takes part in causal profiling: every sample is
+    /// checked against the experiment the collector runs, and threads
+    /// pause for the delay they owe (see `shm::causal`).
+    pub causal: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -74,6 +78,7 @@ impl Default for RuntimeConfig {
             output_file: "%hostname%/%pid%.db".into(),
             tsc: false,
             counters: Vec::new(),
+            causal: false,
         }
     }
 }
@@ -109,7 +114,7 @@ fn unescape(text: &str) -> Option<String> {
 impl RuntimeConfig {
     /// The text carried in [`CONFIG_ENV`].
     pub fn encode(&self) -> String {
-        let fields: [(&str, String); 16] = [
+        let fields: [(&str, String); 17] = [
             ("cputime_hz", self.cputime_hz.to_string()),
             ("cputime_signal", self.cputime_signal.to_string()),
             ("realtime_hz", self.realtime_hz.to_string()),
@@ -126,6 +131,7 @@ impl RuntimeConfig {
             ("output_file", escape(&self.output_file)),
             ("tsc", u8::from(self.tsc).to_string()),
             ("counters", escape(&self.counters.join("\n"))),
+            ("causal", u8::from(self.causal).to_string()),
         ];
         fields
             .iter()
@@ -164,6 +170,7 @@ impl RuntimeConfig {
                 "verbose" => c.verbose = value.parse().map_err(|_| bad())?,
                 "output_file" => c.output_file = unescape(value).ok_or_else(bad)?,
                 "tsc" => c.tsc = flag(value)?,
+                "causal" => c.causal = flag(value)?,
                 "counters" => {
                     c.counters = unescape(value)
                         .ok_or_else(bad)?
@@ -201,6 +208,7 @@ mod tests {
             tracing: false,
             output_file: "a;b=%pid%.db".into(),
             counters: vec!["task-clock".into(), "cpu/event=0x3c,umask=0x00/".into()],
+            causal: true,
             ..Default::default()
         };
         assert_eq!(RuntimeConfig::decode(&c.encode()).unwrap(), c);

@@ -11,6 +11,7 @@
 //! Never allocates on the producer side after creation; slot claiming is
 //! lock-free and runs outside signal handlers.
 
+use super::causal::{CausalArea, CAUSAL_BYTES};
 use super::ring::ShmRing;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -19,7 +20,7 @@ use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 /// `"strobeSG"`.
 pub const MAGIC: u64 = 0x4753_6562_6f72_7473;
 /// Layout version; the collector refuses any other.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// Bytes of the header page area (header struct and process info).
 pub const HEADER_BYTES: usize = 64 * 1024;
 /// Bytes of process information the runtime can publish.
@@ -138,6 +139,11 @@ pub struct Slot {
     pub overruns: AtomicU64,
     /// Samples whose unwind stopped early.
     pub incomplete: AtomicU64,
+    /// Causal profiling: the delay (ns) this thread has paid or been
+    /// credited (it owes the process's global delay minus this).
+    pub causal_local: AtomicU64,
+    /// Causal profiling: the global delay when the thread last blocked.
+    pub causal_blocked_at: AtomicU64,
     pub sample_head: Line,
     pub sample_tail: Line,
     pub event_head: Line,
@@ -164,11 +170,11 @@ pub struct Layout {
 
 impl Layout {
     fn slot_table(&self) -> usize {
-        HEADER_BYTES
+        HEADER_BYTES + CAUSAL_BYTES
     }
 
     fn rings(&self) -> usize {
-        align_page(HEADER_BYTES + self.slots as usize * std::mem::size_of::<Slot>())
+        align_page(self.slot_table() + self.slots as usize * std::mem::size_of::<Slot>())
     }
 
     fn per_slot(&self) -> usize {
@@ -391,6 +397,13 @@ impl Segment {
         (target, h.exec_reason.load(Ordering::Acquire))
     }
 
+    /// The causal-profiling area (after the header pages).
+    pub fn causal(&self) -> &CausalArea {
+        // SAFETY: the causal area lies after the header, inside the
+        // mapping, and is all atomics (zero is a valid value).
+        unsafe { &*(self.base.add(HEADER_BYTES) as *const CausalArea) }
+    }
+
     /// Slot `i`. Panics if out of range (a caller bug).
     pub fn slot(&self, i: u32) -> &Slot {
         assert!(i < self.layout.slots);
@@ -489,9 +502,13 @@ impl Segment {
             &slot.lost_reentrant,
             &slot.overruns,
             &slot.incomplete,
+            &slot.causal_blocked_at,
         ] {
             c.store(0, Ordering::Relaxed);
         }
+        // A new thread owes no delay inserted before it existed.
+        let global = self.causal().global_delay.load(Ordering::Acquire);
+        slot.causal_local.store(global, Ordering::Relaxed);
         Some(i)
     }
 
