@@ -1,6 +1,7 @@
 """``python -m strobe`` against the ``strobe`` binary, and the annotations
-(``region``, ``traced``, ``mark``, ``set_thread_name``) with and without
-``strobe sample`` — on real runs of real programs."""
+(``region``, ``traced``, ``mark``, ``set_thread_name``, progress points) with
+and without ``strobe sample``/``strobe causal`` — on real runs of real
+programs."""
 
 import json
 import os
@@ -89,6 +90,9 @@ def test_without_strobe_annotations_do_nothing_and_traced_returns_the_function()
     assert strobe.region("a") is strobe.region("b"), "one shared no-op object"
     strobe.mark("m")
     strobe.set_thread_name("t")
+    strobe.progress("p")
+    strobe.progress_begin("q")
+    strobe.progress_end("q")
 
 
 def test_a_name_with_a_nul_is_a_value_error_under_strobe_only_when_recorded(tmp_path):
@@ -99,6 +103,41 @@ def test_a_name_with_a_nul_is_a_value_error_under_strobe_only_when_recorded(tmp_
     r = run([strobe_bin(), "sample", "-q", "--output-dir", str(tmp_path / "o"), "--", sys.executable, str(script)])
     assert r.returncode == 0, r.stderr.decode()
     assert b"ValueError a strobe name must not contain a NUL" in r.stdout
+
+
+def test_progress_points_are_counted_under_strobe_causal(tmp_path):
+    script = tmp_path / "progress.py"
+    script.write_text(
+        textwrap.dedent(
+            """\
+            import time
+            import strobe
+            end = time.monotonic() + 2.5
+            while time.monotonic() < end:
+                strobe.progress_begin("request")
+                sum(range(3000))
+                strobe.progress_end("request")
+                strobe.progress("batch")
+            print("done")
+            """
+        )
+    )
+    out = tmp_path / "o"
+    # The interpreter's code (its executable or libpython) is the scope.
+    scope = ["--causal-binary-scope", "python"]
+    r = run([strobe_bin(), "causal", "-q", *scope, "--output-dir", str(out), "--", sys.executable, str(script)])
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == b"done\n"
+    dbs = sorted(out.rglob("*.db"))
+    assert len(dbs) == 1, dbs
+    con = sqlite3.connect(dbs[0])
+    kinds = dict(
+        con.execute(
+            "SELECT name || '/' || kind, sum(visits) FROM strobe_causal_progress GROUP BY name, kind"
+        ).fetchall()
+    )
+    assert kinds.get("batch/throughput", 0) > 100, kinds
+    assert kinds.get("request/latency", 0) > 100, kinds
 
 
 def test_annotations_are_recorded_under_strobe_sample(annotated_run):

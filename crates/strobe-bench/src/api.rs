@@ -1,6 +1,7 @@
-//! `strobe-bench api`: what a user-API region costs, with and without the
-//! runtime. Run it bare for the no-op cost and under `strobe sample` for the
-//! recorded cost: `strobe sample -q -- strobe-bench api`.
+//! `strobe-bench api`: what a user-API region, marker and progress point
+//! cost, with and without the runtime, and what the runtime's interposed
+//! pthread mutex costs. Run it bare for the no-op cost and under `strobe
+//! sample` for the recorded cost: `strobe sample -q -- strobe-bench api`.
 
 use clap::Args;
 use std::hint::black_box;
@@ -24,24 +25,10 @@ pub struct ApiArgs {
 pub fn run(args: &ApiArgs) -> anyhow::Result<()> {
     let active = strobe::is_active();
     let n = args.iterations;
-    let mut best = f64::INFINITY;
-    for _ in 0..5 {
-        let t0 = Instant::now();
-        for i in 0..n {
-            let _r = strobe::Region::new(c"bench-region");
-            black_box(i);
-        }
-        best = best.min(t0.elapsed().as_nanos() as f64 / n as f64);
-    }
-    let mut mark_best = f64::INFINITY;
-    for _ in 0..5 {
-        let t0 = Instant::now();
-        for i in 0..n {
-            strobe::mark(c"bench-mark");
-            black_box(i);
-        }
-        mark_best = mark_best.min(t0.elapsed().as_nanos() as f64 / n as f64);
-    }
+    let best = best_of_five(n, |_| {
+        let _r = strobe::Region::new(c"bench-region");
+    });
+    let mark_best = best_of_five(n, |_| strobe::mark(c"bench-mark"));
     let mut batch_best = f64::INFINITY;
     if args.batch > 0 {
         for _ in 0..50 {
@@ -58,8 +45,20 @@ pub fn run(args: &ApiArgs) -> anyhow::Result<()> {
             args.batch
         );
     }
+    let progress_best = best_of_five(n, |_| strobe::progress(c"bench-progress"));
+    // An uncontended pthread mutex: the runtime interposes lock and unlock
+    // (causal profiling's rules); outside `strobe causal` they forward.
+    let mutex = std::cell::UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER);
+    let lock_best = best_of_five(n, |_| {
+        // SAFETY: a valid, initialised mutex, locked and unlocked by this
+        // thread only.
+        unsafe {
+            libc::pthread_mutex_lock(mutex.get());
+            libc::pthread_mutex_unlock(mutex.get());
+        }
+    });
     println!(
-        "user API {}: region push+pop {best:.1} ns, mark {mark_best:.1} ns",
+        "user API {}: region push+pop {best:.1} ns, mark {mark_best:.1} ns, progress point {progress_best:.1} ns; pthread mutex lock+unlock {lock_best:.1} ns",
         if active {
             "with the strobe runtime"
         } else {
@@ -67,4 +66,17 @@ pub fn run(args: &ApiArgs) -> anyhow::Result<()> {
         }
     );
     Ok(())
+}
+
+/// The best of five timings of `n` calls of `f`, in ns per call.
+fn best_of_five(n: u64, mut f: impl FnMut(u64)) -> f64 {
+    let mut best = f64::INFINITY;
+    for _ in 0..5 {
+        let t0 = Instant::now();
+        for i in 0..n {
+            f(black_box(i));
+        }
+        best = best.min(t0.elapsed().as_nanos() as f64 / n as f64);
+    }
+    best
 }

@@ -267,7 +267,7 @@ pub fn run(args: &CausalArgs, config: Option<&Path>) -> Result<i32> {
     databases.dedup();
     let Some(dir) = run_dir.created() else {
         eprintln!("strobe: no process recorded anything: no database was written");
-        return Ok(exit_code.max(1));
+        return Ok(exit_code);
     };
     if !args.quiet {
         for db in &databases {

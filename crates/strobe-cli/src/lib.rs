@@ -95,8 +95,15 @@ enum Command {
 
 /// The subcommands that only read and write files (no program is run):
 /// what an embedding such as `python -m strobe` offers.
-pub const POST_PROCESSING: &[&str] =
-    &["avail", "query", "merge", "summary", "convert", "symbolize"];
+pub const POST_PROCESSING: &[&str] = &[
+    "avail",
+    "query",
+    "merge",
+    "summary",
+    "convert",
+    "symbolize",
+    "causal report",
+];
 
 /// How [`run_cli`] is called.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,7 +132,7 @@ where
         }
     };
     let name = command_name(&cli.command);
-    if host == Host::Embedded && !POST_PROCESSING.contains(&name) {
+    if host == Host::Embedded && runs_a_program(&cli.command) {
         eprintln!(
             "strobe: error: `{name}` runs a program: use the `strobe` binary for it \
              (here: {})",

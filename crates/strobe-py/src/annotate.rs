@@ -60,6 +60,15 @@ fn c_name(name: &str) -> PyResult<CString> {
     })
 }
 
+/// Calls the user API's `f` with `name` when the runtime is there (the
+/// name is not even checked without it).
+fn with_name(name: &str, f: fn(&std::ffi::CStr)) -> PyResult<()> {
+    if strobe::is_active() {
+        f(&c_name(name)?);
+    }
+    Ok(())
+}
+
 /// `strobe.region(name)`: a context manager recording a region.
 /// Without the runtime the name is not even read.
 #[pyfunction]
@@ -81,28 +90,19 @@ fn region(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<Region>> {
 /// `strobe.mark(name)`: an instant marker on the calling thread.
 #[pyfunction]
 fn mark(name: &str) -> PyResult<()> {
-    if strobe::is_active() {
-        strobe::mark(&c_name(name)?);
-    }
-    Ok(())
+    with_name(name, strobe::mark)
 }
 
 /// `strobe.set_thread_name(name)`: names the calling thread in the profile.
 #[pyfunction]
 fn set_thread_name(name: &str) -> PyResult<()> {
-    if strobe::is_active() {
-        strobe::set_thread_name(&c_name(name)?);
-    }
-    Ok(())
+    with_name(name, strobe::set_thread_name)
 }
 
 /// `strobe.push_region(name)` / `pop_region()`: the raw pair `traced` uses.
 #[pyfunction]
 fn push_region(name: &str) -> PyResult<()> {
-    if strobe::is_active() {
-        strobe::push_region(&c_name(name)?);
-    }
-    Ok(())
+    with_name(name, strobe::push_region)
 }
 
 #[pyfunction]
@@ -113,30 +113,21 @@ fn pop_region() {
 /// `strobe.progress(name)`: one visit of a throughput progress point.
 #[pyfunction]
 fn progress(name: &str) -> PyResult<()> {
-    if strobe::is_active() {
-        strobe::progress(&c_name(name)?);
-    }
-    Ok(())
+    with_name(name, strobe::progress)
 }
 
 /// `strobe.progress_begin(name)`: a latency progress point's unit of work
 /// begins.
 #[pyfunction]
 fn progress_begin(name: &str) -> PyResult<()> {
-    if strobe::is_active() {
-        strobe::progress_begin(&c_name(name)?);
-    }
-    Ok(())
+    with_name(name, strobe::progress_begin)
 }
 
 /// `strobe.progress_end(name)`: a latency progress point's unit of work
 /// ends.
 #[pyfunction]
 fn progress_end(name: &str) -> PyResult<()> {
-    if strobe::is_active() {
-        strobe::progress_end(&c_name(name)?);
-    }
-    Ok(())
+    with_name(name, strobe::progress_end)
 }
 
 /// Whether the interpreter runs under the strobe runtime.

@@ -60,6 +60,9 @@ const COOL_OFF_NS: u64 = 10_000_000;
 const TARGET_VISITS: u64 = 5;
 /// Share of control (0%) experiments.
 const CONTROL_SHARE: f64 = 0.25;
+/// A process that ran this long without an experiment is named in the
+/// run's notes.
+const NOTE_AFTER_NS: u64 = 1_000_000_000;
 /// An experiment cut short by the process's end is kept if it ran this
 /// long.
 const MIN_KEPT_NS: u64 = 100_000_000;
@@ -127,6 +130,10 @@ pub struct Controller {
     rng: u64,
     /// Said once, in the run's notes.
     notes: Vec<String>,
+    /// Experiments that ended.
+    ended: usize,
+    /// Why nothing is in scope, once the code map says so.
+    unmapped: Option<String>,
 }
 
 impl Controller {
@@ -161,6 +168,8 @@ impl Controller {
             length_ns: MIN_EXPERIMENT_NS.max(100 * options.period_ns),
             rng: options.seed ^ (pid as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
             notes,
+            ended: 0,
+            unmapped: None,
         }
     }
 
@@ -237,6 +246,21 @@ impl Controller {
             }
         }
         self.phase = Phase::Off;
+        // Short processes (a shell's commands) end before any experiment
+        // could: said only of those that ran a while.
+        let lived = now.saturating_sub(self.segment.header().start_ns);
+        let pid = self.segment.header().pid;
+        if let Some(why) = self.unmapped.take().filter(|_| lived >= NOTE_AFTER_NS) {
+            self.notes.push(format!(
+                "causal profiling: no code of process {pid} is in scope ({why}); check the causal_*_scope settings and that the program has symbols"
+            ));
+        } else if !self.code.is_empty() && self.ended == 0 && lived >= NOTE_AFTER_NS {
+            let seen: u64 = self.counts.values().sum();
+            self.notes.push(format!(
+                "causal profiling: no experiment ran in process {pid}: {seen} samples fell in scope ({}); run longer, or widen causal_binary_scope (libraries: e.g. '.') or the other scopes",
+                self.code.modules.join(", ")
+            ));
+        }
         let mut counts: Vec<(String, u64)> = self
             .counts
             .iter()
@@ -250,11 +274,11 @@ impl Controller {
     fn use_code(&mut self, code: CodeMap, now_ns: u64) {
         let area = self.segment.causal();
         if code.is_empty() {
-            self.notes.push(format!(
-                "causal profiling: no code of process {} is in scope (modules: {}); check the causal_*_scope settings and that the program has symbols",
-                self.segment.header().pid,
-                if code.modules.is_empty() { "none matched".into() } else { code.modules.join(", ") }
-            ));
+            self.unmapped = Some(if code.modules.is_empty() {
+                "no module matched".into()
+            } else {
+                format!("modules: {}", code.modules.join(", "))
+            });
             self.phase = Phase::Off;
             return;
         }
@@ -377,6 +401,12 @@ impl Controller {
 
     /// Ends the running experiment and measures it.
     fn end(&mut self, now_ns: u64) -> Option<CausalExperiment> {
+        let e = self.measure(now_ns);
+        self.ended += usize::from(e.is_some());
+        e
+    }
+
+    fn measure(&mut self, now_ns: u64) -> Option<CausalExperiment> {
         use std::sync::atomic::Ordering;
         let Phase::Running(r) = std::mem::replace(&mut self.phase, Phase::Off) else {
             return None;

@@ -154,10 +154,12 @@ unsafe impl Sync for CausalArea {}
 impl CausalArea {
     /// Appends the first in-scope address of a sample. **Signal-handler
     /// safe.**
+    /// Threads push at once: each takes its own index (a reader may see
+    /// an index before its address is stored, and then reads the address
+    /// the slot held before: a sample misattributed, never a crash).
     pub fn push_pc(&self, address: u64) {
-        let at = self.pc_head.load(Ordering::Relaxed);
-        self.pcs[at as usize % PC_RING].store(address, Ordering::Relaxed);
-        self.pc_head.store(at + 1, Ordering::Release);
+        let at = self.pc_head.fetch_add(1, Ordering::AcqRel);
+        self.pcs[at as usize % PC_RING].store(address, Ordering::Release);
     }
 
     /// The in-scope addresses written since `from` (the ring's index), and
