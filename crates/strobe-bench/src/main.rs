@@ -3,6 +3,7 @@
 
 mod api;
 mod buffer;
+mod causal;
 mod clocks;
 mod db;
 mod export;
@@ -28,6 +29,8 @@ enum Command {
     Api(api::ApiArgs),
     /// Throughput of the buffered record service (strobe-buffer).
     Buffer(buffer::BufferArgs),
+    /// Accuracy of `strobe causal` against programs with a known answer, beside Coz.
+    Causal(causal::CausalArgs),
     /// Cost and resolution of every timestamp source.
     Clocks(clocks::ClocksArgs),
     /// Profile database: writer vs raw inserts, peak RSS, merge rate.
@@ -57,6 +60,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Api(args) => api::run(&args),
         Command::Buffer(args) => buffer::run(args),
+        Command::Causal(args) => causal::run(&args),
         Command::Clocks(args) => clocks::run(&args),
         Command::Kernel(args) => kernel::run(&args),
         Command::Metrics(args) => metrics::run(&args),

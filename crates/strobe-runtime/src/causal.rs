@@ -40,6 +40,12 @@ pub fn begin(rt: &Runtime) {
     }
 }
 
+/// Whether this process is profiled causally.
+#[inline(always)]
+pub fn on() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
 /// The causal area and the calling thread's slot, when the process is
 /// profiled causally and the thread has a slot.
 #[inline]
@@ -94,19 +100,31 @@ fn first_in_scope(area: &CausalArea, frames: &[u64]) -> Option<u64> {
     None
 }
 
-/// Pauses the calling thread for the delay it owes. **Signal-handler
-/// safe.**
+/// A debt smaller than this is left for later (a sleep that short
+/// mostly oversleeps).
+const LEAST_PAUSE_NS: u64 = 20_000;
+/// Most rounds of paying: delay inserted while a thread pauses is owed
+/// too, so it pays again until even (a geometric series while the
+/// speedup is below 100%), within reason.
+const PAY_ROUNDS: u32 = 8;
+
+/// Pauses the calling thread for the delay it owes, including what is
+/// inserted while it pauses (so that a thread about to wait for a lock
+/// is even when it starts waiting, not after it got the lock).
+/// **Signal-handler safe.**
 fn catch_up(area: &CausalArea, slot: &Slot) {
-    let global = area.global_delay.load(Ordering::Acquire);
-    let local = slot.causal_local.load(Ordering::Acquire);
-    if global <= local {
-        return;
+    for _ in 0..PAY_ROUNDS {
+        let global = area.global_delay.load(Ordering::Acquire);
+        let local = slot.causal_local.load(Ordering::Acquire);
+        if global <= local + LEAST_PAUSE_NS {
+            return;
+        }
+        let slept = sleep_ns(global - local);
+        // What was slept, overshoot included: a thread that overslept has
+        // paid part of the next delay already.
+        slot.causal_local.fetch_add(slept, Ordering::AcqRel);
+        area.paused_ns.fetch_add(slept, Ordering::Relaxed);
     }
-    let slept = sleep_ns(global - local);
-    // What was slept, overshoot included: a thread that overslept has
-    // paid part of the next delay already.
-    slot.causal_local.fetch_add(slept, Ordering::AcqRel);
-    area.paused_ns.fetch_add(slept, Ordering::Relaxed);
 }
 
 /// `CLOCK_MONOTONIC` now, by the system call's vDSO path. **Signal-handler

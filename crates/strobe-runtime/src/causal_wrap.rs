@@ -43,6 +43,10 @@ macro_rules! wrap {
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
             let real_fn = real!($real as fn($($ty),*) -> $ret);
+            if !crate::causal::on() {
+                // SAFETY: forwarding the caller's arguments unchanged.
+                return unsafe { real_fn($($arg),*) };
+            }
             $pre;
             // SAFETY: forwarding the caller's arguments unchanged.
             let $result = unsafe { real_fn($($arg),*) };

@@ -58,6 +58,19 @@ fn timespec(ns: u64) -> libc::timespec {
     }
 }
 
+/// A uniformly drawn point in `1..=period_ns` (a splitmix64 step over
+/// the clock and a per-process counter: statistically independent draws,
+/// nothing more is needed).
+fn first_expiry(period_ns: u64) -> u64 {
+    static DRAWS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = DRAWS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut z = strobe_core::clock::now_ns() ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    1 + z % period_ns.max(1)
+}
+
 impl ThreadTimer {
     /// Creates a disarmed timer on `clock` that sends `signal` to thread
     /// `tid` with `value` as the signal's pointer value.
@@ -85,20 +98,25 @@ impl ThreadTimer {
         })
     }
 
-    /// Starts (or restarts) periodic expiry.
+    /// Starts (or restarts) periodic expiry. The first expiry comes at a
+    /// random point of the first period: a thread that lives less than a
+    /// period is then sampled with the probability its time deserves, and
+    /// one that lives 1.5 periods gets 1.5 samples on average, not always
+    /// one (the sampled time of short threads would otherwise be cut to
+    /// whole periods).
     pub fn arm(&self) -> io::Result<()> {
-        self.set(self.period_ns)
+        self.set(first_expiry(self.period_ns), self.period_ns)
     }
 
     /// Stops expiry; the timer can be armed again.
     pub fn disarm(&self) -> io::Result<()> {
-        self.set(0)
+        self.set(0, 0)
     }
 
-    fn set(&self, period_ns: u64) -> io::Result<()> {
+    fn set(&self, first_ns: u64, period_ns: u64) -> io::Result<()> {
         let spec = libc::itimerspec {
             it_interval: timespec(period_ns),
-            it_value: timespec(period_ns),
+            it_value: timespec(first_ns),
         };
         // SAFETY: `id` is a live timer; spec is valid; old value not wanted.
         if unsafe { libc::timer_settime(self.id, 0, &spec, std::ptr::null_mut()) } != 0 {
@@ -125,5 +143,23 @@ impl ThreadTimer {
             return Err(io::Error::last_os_error());
         }
         Ok(spec.it_value.tv_sec != 0 || spec.it_value.tv_nsec != 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_expiry;
+
+    #[test]
+    fn first_expiries_spread_over_the_whole_period() {
+        let period = 4_000_000;
+        let draws: Vec<u64> = (0..4000).map(|_| first_expiry(period)).collect();
+        assert!(draws.iter().all(|&d| (1..=period).contains(&d)));
+        let mean = draws.iter().sum::<u64>() as f64 / draws.len() as f64;
+        assert!((mean / period as f64 - 0.5).abs() < 0.05, "mean {mean}");
+        let quarters = |q: u64| draws.iter().filter(|&&d| (d - 1) * 4 / period == q).count();
+        for q in 0..4 {
+            assert!((800..1200).contains(&quarters(q)), "quarter {q}");
+        }
     }
 }
