@@ -218,7 +218,7 @@ impl CodeMap {
     /// executable, for the default binary scope).
     pub fn build(modules: &[Module], main: &str, scope: &Scope, mode: Mode) -> CodeMap {
         let mut map = CodeMap::default();
-        let mut unit_ids: HashMap<String, u32> = HashMap::new();
+        let mut ids: HashMap<String, u32> = HashMap::new();
         let mut seen = std::collections::HashSet::new();
         for m in modules {
             let in_scope = match &scope.binary {
@@ -232,54 +232,20 @@ impl CodeMap {
                 continue;
             };
             map.modules.push(m.path.clone());
-            if mode == Mode::Function {
-                continue;
-            }
             let functions = functions_of(&elf);
-            let rows = line_rows(&elf);
-            let mut add = |start: u64, end: u64, unit: Unit| {
-                let next = map.units.len() as u32;
-                let id = *unit_ids.entry(unit.label.clone()).or_insert_with(|| {
-                    map.units.push(unit);
-                    next
-                });
-                map.ranges
-                    .push((start.wrapping_add(m.bias), end.wrapping_add(m.bias), id));
+            // Function mode reads the line table only to check a source
+            // scope.
+            let rows = if mode == Mode::Line || !scope.source.as_str().is_empty() {
+                line_rows(&elf)
+            } else {
+                Vec::new()
             };
-            let function_ok = |f: Option<&Function>| {
-                f.map_or(scope.function.as_str().is_empty(), |f| {
-                    scope.function.is_match(&f.2)
-                })
-            };
-            if rows.is_empty() {
-                // No line table: functions are the units (a source scope
-                // cannot be checked; only an empty one admits them).
-                if !scope.source.as_str().is_empty() {
-                    continue;
-                }
-                for f in &functions {
-                    if scope.function.is_match(&f.2) {
-                        add(f.0, f.1, function_unit(&f.2, None));
-                    }
-                }
-                continue;
+            if mode == Mode::Line && !rows.is_empty() {
+                map.add_lines(&rows, &functions, m.bias, scope, &mut ids);
+            } else {
+                // Function mode, or no line table: functions are the units.
+                map.add_functions(&rows, &functions, m.bias, scope, &mut ids);
             }
-            for row in rows {
-                let f = function_at(&functions, row.start);
-                if !scope.source.is_match(&row.file) || !function_ok(f) {
-                    continue;
-                }
-                let unit = Unit {
-                    label: format!("{}:{}", row.file, row.line),
-                    file: Some(row.file),
-                    line: Some(row.line),
-                    function: f.map(|f| f.2.clone()),
-                };
-                add(row.start, row.end, unit);
-            }
-        }
-        if mode == Mode::Function {
-            map.function_units_from_symbols(modules, scope, &mut unit_ids);
         }
         map.ranges.sort_unstable();
         // Overlapping rows (a line table's duplicates): the first wins.
@@ -298,47 +264,75 @@ impl CodeMap {
         map
     }
 
-    /// Function mode: each function in scope is a unit; a source scope is
-    /// checked against the file of the function's first line.
-    fn function_units_from_symbols(
+    /// Adds `[start, end)` (file addresses, moved by `bias`) to `unit`,
+    /// one unit per label.
+    fn add(&mut self, ids: &mut HashMap<String, u32>, bias: u64, start: u64, end: u64, unit: Unit) {
+        let next = self.units.len() as u32;
+        let units = &mut self.units;
+        let id = *ids.entry(unit.label.clone()).or_insert_with(|| {
+            units.push(unit);
+            next
+        });
+        self.ranges
+            .push((start.wrapping_add(bias), end.wrapping_add(bias), id));
+    }
+
+    /// Line mode: each row whose file and function are in scope.
+    fn add_lines(
         &mut self,
-        modules: &[Module],
+        rows: &[LineRow],
+        functions: &[Function],
+        bias: u64,
         scope: &Scope,
-        unit_ids: &mut HashMap<String, u32>,
+        ids: &mut HashMap<String, u32>,
     ) {
-        for path in self.modules.clone() {
-            let Some(m) = modules.iter().find(|m| m.path == path) else {
+        for row in rows {
+            let f = function_at(functions, row.start);
+            let function_ok = f.map_or(scope.function.as_str().is_empty(), |f| {
+                scope.function.is_match(&f.2)
+            });
+            if !function_ok || !scope.source.is_match(&row.file) {
                 continue;
-            };
-            let Some(elf) = ElfFile::read(&m.path) else {
-                continue;
-            };
-            let rows = if scope.source.as_str().is_empty() {
-                Vec::new()
-            } else {
-                line_rows(&elf)
-            };
-            for f in functions_of(&elf) {
-                if !scope.function.is_match(&f.2) {
-                    continue;
-                }
-                let file = rows
-                    .iter()
-                    .find(|r| (f.0..f.1).contains(&r.start))
-                    .map(|r| r.file.clone());
-                if !scope.source.as_str().is_empty()
-                    && !file.as_deref().is_some_and(|p| scope.source.is_match(p))
-                {
-                    continue;
-                }
-                let next = self.units.len() as u32;
-                let id = *unit_ids.entry(f.2.clone()).or_insert_with(|| {
-                    self.units.push(function_unit(&f.2, file));
-                    next
-                });
-                self.ranges
-                    .push((f.0.wrapping_add(m.bias), f.1.wrapping_add(m.bias), id));
             }
+            let unit = Unit {
+                label: format!("{}:{}", row.file, row.line),
+                file: Some(row.file.clone()),
+                line: Some(row.line),
+                function: f.map(|f| f.2.clone()),
+            };
+            self.add(ids, bias, row.start, row.end, unit);
+        }
+    }
+
+    /// Function mode (or a module without line table): each function in
+    /// scope; a source scope is checked against the file of the line at
+    /// the function's start (without a line table, only an empty source
+    /// scope admits a function).
+    fn add_functions(
+        &mut self,
+        rows: &[LineRow],
+        functions: &[Function],
+        bias: u64,
+        scope: &Scope,
+        ids: &mut HashMap<String, u32>,
+    ) {
+        let mut by_start: Vec<&LineRow> = rows.iter().collect();
+        by_start.sort_unstable_by_key(|r| r.start);
+        for f in functions {
+            if !scope.function.is_match(&f.2) {
+                continue;
+            }
+            let at = by_start.partition_point(|r| r.start < f.0);
+            let file = by_start
+                .get(at)
+                .filter(|r| r.start < f.1)
+                .map(|r| r.file.clone());
+            if !scope.source.as_str().is_empty()
+                && !file.as_deref().is_some_and(|p| scope.source.is_match(p))
+            {
+                continue;
+            }
+            self.add(ids, bias, f.0, f.1, function_unit(&f.2, file));
         }
     }
 
