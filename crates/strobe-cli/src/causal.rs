@@ -135,6 +135,7 @@ fn causal_options(settings: &Settings, label: &str, seed: u64) -> Result<CausalO
         variant: label.to_string(),
         period_ns: (1e9 / settings.float(Key::SamplingCputimeFreq).max(1e-3)).round() as u64,
         seed,
+        fixed: settings.text(Key::CausalFixed).to_string(),
     })
 }
 

@@ -64,7 +64,12 @@ fn causal_run(exe: &Path, args: &[&str], extra: &[&str], runs: usize) -> (PathBu
         .arg("causal")
         .arg("--output-dir")
         .arg(&out_dir)
-        .args(["--causal-seed", "7", "--causal-mode", "function"])
+        .args(["--causal-seed", "7"])
+        .args(if extra.contains(&"--causal-mode") {
+            &[][..]
+        } else {
+            &["--causal-mode", "function"][..]
+        })
         .args(extra)
         .arg("--")
         .arg(exe)
@@ -194,6 +199,30 @@ fn end_to_end_runs_once_per_speedup() {
     assert_eq!(curves.len(), 1, "{curves:?}");
     assert_eq!(curves[0].0, "hot");
     assert!(effect_at(&curves[0].1, 0.5) > 0.1, "{curves:?}");
+}
+
+#[test]
+fn a_fixed_line_is_the_only_selection() {
+    let _turn = one_at_a_time();
+    let exe = build("causal_serial");
+    let source = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/causal_serial.c"),
+    )
+    .unwrap();
+    let line = 1 + source
+        .lines()
+        .position(|l| l.contains("/* causal-truth */"))
+        .unwrap();
+    let fixed = format!("causal_serial.c:{line}");
+    let (dir, _) = causal_run(
+        &exe,
+        &["2500"],
+        &["--causal-mode", "line", "--causal-fixed", &fixed],
+        1,
+    );
+    let curves = curves(&dir);
+    assert_eq!(curves.len(), 1, "{curves:?}");
+    assert!(curves[0].0.ends_with(&format!("/{fixed}")), "{curves:?}");
 }
 
 #[test]

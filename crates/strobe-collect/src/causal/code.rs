@@ -369,6 +369,18 @@ impl CodeMap {
         out
     }
 
+    /// The unit `name` names: its label, or a `file:line` whose file is a
+    /// path suffix of the unit's (`main.c:42` for `/src/app/main.c:42`).
+    pub fn find(&self, name: &str) -> Option<u32> {
+        let position = self.units.iter().position(|u| {
+            u.label == name
+                || (u.line.is_some()
+                    && u.label.ends_with(name)
+                    && u.label[..u.label.len() - name.len()].ends_with('/'))
+        })?;
+        Some(position as u32)
+    }
+
     /// Whether nothing is in scope.
     pub fn is_empty(&self) -> bool {
         self.ranges.is_empty()
@@ -435,6 +447,17 @@ mod tests {
             .label
             .contains("marker_function"));
         assert_eq!(functions.units.len(), 1, "{:?}", functions.units);
+        assert_eq!(functions.find(&functions.units[0].label), Some(id));
+        let label = lines.units[lines.unit_at(address).unwrap() as usize]
+            .label
+            .clone();
+        let short = label.rsplit('/').next().unwrap();
+        assert_eq!(lines.find(short), lines.unit_at(address), "{short}");
+        assert_eq!(
+            lines.find("ode.rs:1"),
+            None,
+            "a suffix is a whole file name"
+        );
         assert_eq!(functions.scope_ranges().len(), 1);
 
         let elsewhere = Scope {

@@ -48,6 +48,9 @@ pub struct CausalOptions {
     pub period_ns: u64,
     /// Seeds the choices (mixed with the pid).
     pub seed: u64,
+    /// Experiments select only the unit this names (`file:line`, the file
+    /// as a path suffix, or a function name); empty: any unit.
+    pub fixed: String,
 }
 
 /// Shortest experiment.
@@ -134,6 +137,8 @@ pub struct Controller {
     ended: usize,
     /// Why nothing is in scope, once the code map says so.
     unmapped: Option<String>,
+    /// The one unit experiments select (`causal_fixed`).
+    fixed: Option<u32>,
 }
 
 impl Controller {
@@ -170,6 +175,7 @@ impl Controller {
             notes,
             ended: 0,
             unmapped: None,
+            fixed: None,
         }
     }
 
@@ -290,6 +296,19 @@ impl Controller {
                 ranges.len()
             ));
         }
+        if !self.options.fixed.is_empty() {
+            match code.find(&self.options.fixed) {
+                Some(unit) => self.fixed = Some(unit),
+                None => {
+                    self.unmapped = Some(format!(
+                        "causal_fixed '{}' names no line or function in scope",
+                        self.options.fixed
+                    ));
+                    self.phase = Phase::Off;
+                    return;
+                }
+            }
+        }
         self.code = code;
         self.phase = Phase::Idle(now_ns);
     }
@@ -303,7 +322,9 @@ impl Controller {
         for &pc in &self.pcs {
             if let Some(unit) = self.code.unit_at(pc) {
                 *self.counts.entry(unit).or_default() += 1;
-                self.candidates.push(unit);
+                if self.fixed.is_none_or(|f| f == unit) {
+                    self.candidates.push(unit);
+                }
             }
         }
     }

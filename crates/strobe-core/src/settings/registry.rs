@@ -227,6 +227,8 @@ settings! {
     CausalSourceScope = "causal_source_scope", Causal, Kind::Str, Text("");
     /// Regular expression over (demangled) function names whose code experiments may select; empty = every function.
     CausalFunctionScope = "causal_function_scope", Causal, Kind::Str, Text("");
+    /// Experiments select only this line ('file:line', the file as a path suffix such as main.c:42) or function (its demangled name), as Coz's --fixed-line; empty = any code in scope.
+    CausalFixed = "causal_fixed", Causal, Kind::Str, Text("");
     /// Virtual speedups in percent experiments draw from: a comma-separated list of values and ranges 'first-last:step'; about a quarter of the experiments are 0% controls when 0 is listed.
     CausalSpeedups = "causal_speedups", Causal, Kind::Str, Text("0-100:5");
     /// One experiment per run, spanning the whole run (for programs without progress points): each run of the program is one speedup; use with causal_iterations.
