@@ -103,10 +103,10 @@ pub fn set_sample_tap(tap: Option<fn(&crate::Sample<'_>)>) {
 /// it records, **in the signal handler** on the sampled thread, with the
 /// slot its samples go to, the sample's frames (the interrupted address
 /// first, then return addresses) and the sampling periods the sample
-/// stands for (1 + the timer expirations the kernel merged into it). The hook must not allocate or lock; it
-/// may block the thread (causal profiling's pauses sleep there): the
-/// thread takes no other sample meanwhile, and its sample is committed
-/// after the hook returns.
+/// stands for (1 + the timer expirations the kernel merged into it). The
+/// hook must not allocate or lock; it may block the thread (causal
+/// profiling's pauses sleep there): the thread takes no other sample
+/// meanwhile, and its sample is committed after the hook returns.
 pub fn set_after_sample(hook: Option<fn(u32, &[u64], u32)>) {
     AFTER_SAMPLE.store(hook.map_or(0, |f| f as usize), Ordering::Release);
 }

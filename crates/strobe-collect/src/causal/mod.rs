@@ -63,6 +63,8 @@ const COOL_OFF_NS: u64 = 10_000_000;
 const TARGET_VISITS: u64 = 5;
 /// Share of control (0%) experiments.
 const CONTROL_SHARE: f64 = 0.25;
+/// Most candidate units kept between two experiments.
+const MAX_CANDIDATES: usize = 4096;
 /// A process that ran this long without an experiment is named in the
 /// run's notes.
 const NOTE_AFTER_NS: u64 = 1_000_000_000;
@@ -122,8 +124,11 @@ pub struct Controller {
     code: CodeMap,
     pcs_at: u64,
     pcs: Vec<u64>,
-    /// Units of in-scope samples since the last experiment began.
+    /// Units of in-scope samples since the last experiment began (a
+    /// uniform sample of them past [`MAX_CANDIDATES`]).
     candidates: Vec<u32>,
+    /// In-scope samples offered as candidates since then.
+    offered: u64,
     /// In-scope samples per unit, for the whole run.
     counts: HashMap<u32, u64>,
     /// Per unit, the non-zero speedups not drawn yet (shuffled): each
@@ -168,6 +173,7 @@ impl Controller {
             pcs_at: 0,
             pcs: Vec::new(),
             candidates: Vec::new(),
+            offered: 0,
             counts: HashMap::new(),
             decks: HashMap::new(),
             length_ns: MIN_EXPERIMENT_NS.max(100 * options.period_ns),
@@ -319,12 +325,29 @@ impl Controller {
         }
         self.pcs.clear();
         self.pcs_at = self.segment.causal().pcs_since(self.pcs_at, &mut self.pcs);
-        for &pc in &self.pcs {
+        let pcs = std::mem::take(&mut self.pcs);
+        for &pc in &pcs {
             if let Some(unit) = self.code.unit_at(pc) {
                 *self.counts.entry(unit).or_default() += 1;
                 if self.fixed.is_none_or(|f| f == unit) {
-                    self.candidates.push(unit);
+                    self.offer_candidate(unit);
                 }
+            }
+        }
+        self.pcs = pcs;
+    }
+
+    /// Keeps `unit` among the candidates: all of them up to
+    /// [`MAX_CANDIDATES`], then a uniform sample of them (reservoir), so
+    /// memory stays bounded however long an experiment or run lasts.
+    fn offer_candidate(&mut self, unit: u32) {
+        self.offered += 1;
+        if self.candidates.len() < MAX_CANDIDATES {
+            self.candidates.push(unit);
+        } else {
+            let at = self.random() % self.offered;
+            if let Some(slot) = self.candidates.get_mut(at as usize) {
+                *slot = unit;
             }
         }
     }
@@ -335,6 +358,7 @@ impl Controller {
         let at = (self.random() % self.candidates.len() as u64) as usize;
         let unit = self.candidates[at];
         self.candidates.clear();
+        self.offered = 0;
         unit
     }
 
