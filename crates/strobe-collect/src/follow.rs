@@ -69,8 +69,13 @@ impl Taps<'_> {
                 .extend(self.sample_static_image_by_kernel(child));
         }
         let pid = self.taps[i].pid;
+        let causal = self.taps[i].causal_active();
         for tid in found.blocking {
-            let why = "blocked the sampling signal";
+            let why = if causal {
+                "blocked the sampling signal (causal profiling can neither count its samples nor pause it: what depends on it is not measured)"
+            } else {
+                "blocked the sampling signal"
+            };
             batch
                 .notes
                 .extend(self.sample_thread_by_kernel(pid, tid, why));

@@ -257,6 +257,11 @@ impl Tap {
         }
     }
 
+    /// Whether the image takes part in causal profiling.
+    pub fn causal_active(&self) -> bool {
+        self.causal.is_some()
+    }
+
     /// The image ended: its causal experiment in progress ends and the
     /// sample counts go out, into `batch`.
     pub fn finish(&mut self, batch: &mut Batch) {

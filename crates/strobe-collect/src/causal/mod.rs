@@ -262,7 +262,15 @@ impl Controller {
         // could: said only of those that ran a while.
         let lived = now.saturating_sub(self.segment.header().start_ns);
         let pid = self.segment.header().pid;
-        if let Some(why) = self.unmapped.take().filter(|_| lived >= NOTE_AFTER_NS) {
+        // Nothing in scope is said of the program strobe started (its
+        // children, a pipeline's other commands, are usually meant to be
+        // out of scope).
+        let root = self.segment.header().ppid == std::process::id() as i32;
+        let unmapped = self
+            .unmapped
+            .take()
+            .filter(|_| root && lived >= NOTE_AFTER_NS);
+        if let Some(why) = unmapped {
             self.notes.push(format!(
                 "causal profiling: no code of process {pid} is in scope ({why}); check the causal_*_scope settings and that the program has symbols"
             ));
