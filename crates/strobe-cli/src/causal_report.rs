@@ -23,8 +23,8 @@ use crate::output::{Cell, Format, TableOut};
 pub struct ReportArgs {
     /// Input databases: files, directories (searched recursively for *.db)
     /// or globs. Experiments of every process, variant and run found are
-    /// pooled. Default: the output directory (`output_dir` setting,
-    /// `strobe-output`), every run in it.
+    /// pooled. Default: the latest run (`<output_dir>/latest`), as the
+    /// other commands read.
     #[arg(short = 'i', long = "input", num_args = 1.., value_name = "PATH")]
     pub inputs: Vec<String>,
     /// Only this progress point (default: every one, each selection and
@@ -69,18 +69,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
 /// (after `strobe causal`: stderr, stdout is the program's).
 pub fn run_to(args: &ReportArgs, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
     let inputs = if args.inputs.is_empty() {
-        let dir = crate::run_dir::configured_output_dir()?;
-        if !dir.is_dir() {
-            bail!(
-                "no -i given and {} does not exist: run `strobe causal -- PROGRAM` first or pass -i PATH",
-                dir.display()
-            );
-        }
-        eprintln!(
-            "strobe: no -i given: reading every database under {}",
-            dir.display()
-        );
-        vec![dir.display().to_string()]
+        vec![crate::run_dir::default_input()?.display().to_string()]
     } else {
         args.inputs.clone()
     };

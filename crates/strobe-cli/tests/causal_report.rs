@@ -419,9 +419,9 @@ fn no_experiments_is_a_clear_error() {
         "{err}"
     );
     assert!(!run.join("causal.svg").exists());
-    // No -i: the output directory, here missing.
+    // No -i: the latest run, here missing.
     let err = fails(&["causal", "report"], dir.path());
-    assert!(err.contains("strobe-output does not exist"), "{err}");
+    assert!(err.contains("latest does not exist"), "{err}");
     // An empty directory.
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
