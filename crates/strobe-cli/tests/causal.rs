@@ -165,7 +165,7 @@ fn serial_hot_function_is_ranked_first() {
 fn threads_longer_side_is_ranked_first() {
     let _turn = one_at_a_time();
     let exe = build("causal_threads");
-    let (dir, _) = causal_run(&exe, &["400"], SHORT, 1);
+    let (dir, _) = causal_run(&exe, &["600"], SHORT, 1);
     truth_first(&dir, "long_side");
 }
 
@@ -216,8 +216,15 @@ fn a_fixed_line_is_the_only_selection() {
     let fixed = format!("causal_serial.c:{line}");
     let (dir, _) = causal_run(
         &exe,
-        &["2500"],
-        &["--causal-mode", "line", "--causal-fixed", &fixed],
+        &["4000"],
+        &[
+            "--causal-mode",
+            "line",
+            "--causal-fixed",
+            &fixed,
+            "--causal-speedups",
+            "0,25,50",
+        ],
         1,
     );
     let curves = curves(&dir);

@@ -3,8 +3,9 @@
 //!
 //! Each experiment selects one unit of code (a line, or a function) from a
 //! recent in-scope sample, and a virtual speedup: about a quarter of the
-//! experiments are 0% controls, the others deal the unit the listed
-//! speedups in shuffled rounds (so every unit's curve fills evenly).
+//! experiments are 0% controls (every fourth, the first included), the
+//! others deal the unit the listed speedups in shuffled rounds (so every
+//! unit's curve fills evenly).
 //! While it runs, every sample in the selection delays all other threads
 //! by speedup × sampling period (the program side does that, see
 //! `strobe_core::shm::causal`); the progress points' counts over the
@@ -61,8 +62,10 @@ const MAX_EXPERIMENT_NS: u64 = 60_000_000_000;
 const COOL_OFF_NS: u64 = 10_000_000;
 /// Fewer visits of a progress point than this doubles the length.
 const TARGET_VISITS: u64 = 5;
-/// Share of control (0%) experiments.
-const CONTROL_SHARE: f64 = 0.25;
+/// Every this many experiments, starting with the first, one is a 0%
+/// control (when 0 is listed): a baseline exists from the start and
+/// stays a quarter of the data.
+const CONTROL_EVERY: usize = 4;
 /// Most candidate units kept between two experiments.
 const MAX_CANDIDATES: usize = 4096;
 /// A process that ran this long without an experiment is named in the
@@ -138,6 +141,8 @@ pub struct Controller {
     rng: u64,
     /// Said once, in the run's notes.
     notes: Vec<String>,
+    /// Experiments that began.
+    started: usize,
     /// Experiments that ended.
     ended: usize,
     /// Why nothing is in scope, once the code map says so.
@@ -179,6 +184,7 @@ impl Controller {
             length_ns: MIN_EXPERIMENT_NS.max(100 * options.period_ns),
             rng: options.seed ^ (pid as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
             notes,
+            started: 0,
             ended: 0,
             unmapped: None,
             fixed: None,
@@ -191,10 +197,6 @@ impl Controller {
         self.rng ^= self.rng << 25;
         self.rng ^= self.rng >> 27;
         self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn random_unit(&mut self) -> f64 {
-        (self.random() >> 11) as f64 / (1u64 << 53) as f64
     }
 
     /// One step: reads the samples' in-scope addresses, starts and ends
@@ -379,7 +381,8 @@ impl Controller {
             return list[0];
         }
         let nonzero: Vec<f64> = list.iter().copied().filter(|&s| s > 0.0).collect();
-        if nonzero.is_empty() || (list.contains(&0.0) && self.random_unit() < CONTROL_SHARE) {
+        let control = list.contains(&0.0) && self.started.is_multiple_of(CONTROL_EVERY);
+        if nonzero.is_empty() || control {
             return 0.0;
         }
         let mut deck = self.decks.remove(&unit).unwrap_or_default();
@@ -423,6 +426,7 @@ impl Controller {
     fn begin(&mut self, now_ns: u64) {
         let unit = self.take_candidate();
         let speedup = self.choose_speedup(unit);
+        self.started += 1;
         self.select(unit, speedup);
         self.phase =
             Phase::Running(self.snapshot(Some(unit), speedup, now_ns, now_ns + self.length_ns));
