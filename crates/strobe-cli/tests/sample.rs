@@ -499,10 +499,12 @@ fn stress_fifty_runs_threads_fork_exec_dlopen_malloc() {
             stderr(&o)
         );
         let dbs = databases(out.path());
-        // The parent, the forked child that worked, and the exec'd image
-        // when it lived long enough to be sampled (it works ~2 ms; the
-        // forked child that only exec'd recorded nothing and left no file).
-        assert!((2..=3).contains(&dbs.len()), "run {run}: {dbs:?}");
+        // The parent, the forked child that worked, the exec'd image when
+        // it was sampled (it works ~2 ms), and the forked child that only
+        // exec'd when a sample fell in its few microseconds (timers start
+        // at a random point of their first period, so a short life is
+        // sampled with the probability its length deserves).
+        assert!((2..=4).contains(&dbs.len()), "run {run}: {dbs:?}");
         for db in &dbs {
             let p = Profile::open(&[db.display().to_string()])
                 .unwrap_or_else(|e| panic!("run {run}: {e}"));
