@@ -96,8 +96,9 @@ static inline void strobe_resume(void) {
 /* Progress points, for causal profiling (`strobe causal`): a throughput
  * point counts units of work done ("one request served"); a latency point
  * marks when a unit of work begins and ends. Names are any NUL-terminated
- * strings (up to 80 bytes are kept). Each call costs a few tens of
- * nanoseconds under strobe, nothing measurable without it. */
+ * strings (up to 80 bytes are kept). Under strobe a call looks its name
+ * up among the points named so far (8-9 ns with one, more with many);
+ * without strobe it costs nothing measurable. */
 static inline void strobe_progress(const char *name) {
     const strobe_api_t *a = strobe_api();
     if (a && STROBE_API_HAS(a, progress)) a->progress(name);

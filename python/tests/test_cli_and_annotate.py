@@ -138,6 +138,13 @@ def test_progress_points_are_counted_under_strobe_causal(tmp_path):
     )
     assert kinds.get("batch/throughput", 0) > 100, kinds
     assert kinds.get("request/latency", 0) > 100, kinds
+    # python -m strobe offers the report (it only reads files) as the binary does.
+    report = ["causal", "report", "--csv", "--top", "0", "--no-files", "-i", str(out)]
+    ours = run([sys.executable, "-m", "strobe", *report])
+    theirs = run([strobe_bin(), *report])
+    assert ours.returncode == theirs.returncode == 0, ours.stderr.decode()
+    assert ours.stdout == theirs.stdout
+    assert ours.stdout.startswith(b"selection,progress,speedup,"), ours.stdout
 
 
 def test_annotations_are_recorded_under_strobe_sample(annotated_run):
