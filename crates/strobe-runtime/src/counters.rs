@@ -60,9 +60,13 @@ struct State {
     map: Box<[usize]>,
     /// One reading per opened counter, written by each read.
     scratch: Box<[Reading]>,
-    /// The reading at the thread's previous sample, per configured
-    /// counter.
-    last: Box<[CounterReading]>,
+    /// The scaled total (see [`CounterReading::scaled_total`]) already
+    /// handed out in the thread's samples, per configured counter
+    /// ([`COUNTER_MISSING`] before the first reading). Samples carry the
+    /// growth of this total, so their values add up to the counter's
+    /// total: scaling each interval on its own would amplify the kernel's
+    /// small disagreements between enabled and running time.
+    last: Box<[u64]>,
 }
 
 /// One thread's open counters.
@@ -365,7 +369,7 @@ impl ProcessCounters {
                 counters: ManuallyDrop::new(counters),
                 map: map.into_boxed_slice(),
                 scratch: vec![Reading::default(); n].into_boxed_slice(),
-                last: vec![CounterReading::MISSING; self.names.len()].into_boxed_slice(),
+                last: vec![COUNTER_MISSING; self.names.len()].into_boxed_slice(),
             }),
             region: UnsafeCell::new(
                 vec![CounterReading::MISSING; self.names.len()].into_boxed_slice(),
@@ -376,7 +380,7 @@ impl ProcessCounters {
         let st = unsafe { &mut *tc.state.get() };
         if tc.read_fresh(st) {
             for (i, r) in st.scratch.iter().enumerate() {
-                st.last[st.map[i]] = to_reading(r);
+                st.last[st.map[i]] = to_reading(r).scaled_total().unwrap_or(COUNTER_MISSING);
             }
         }
         Ok(Some(tc))
@@ -581,13 +585,15 @@ pub fn sample_values(slot: u32, out: &mut [u64]) {
     }
     for (i, r) in st.scratch.iter().enumerate() {
         let cfg = st.map[i];
-        let now = to_reading(r);
-        if !now.is_present() {
+        let Some(now) = to_reading(r).scaled_total() else {
             continue;
+        };
+        let last = &mut st.last[cfg];
+        if let (true, Some(slot)) = (*last != COUNTER_MISSING, out.get_mut(cfg)) {
+            *slot = now.saturating_sub(*last);
         }
-        if let (Some(d), Some(slot)) = (now.delta_since(&st.last[cfg]), out.get_mut(cfg)) {
-            *slot = d;
+        if *last == COUNTER_MISSING || now > *last {
+            *last = now;
         }
-        st.last[cfg] = now;
     }
 }

@@ -69,6 +69,17 @@ impl CounterReading {
         self.raw != COUNTER_MISSING
     }
 
+    /// The count since the counter was enabled, scaled to its enabled
+    /// time when it was multiplexed (`raw × enabled / running`); `None`
+    /// when missing or when it never ran but counted.
+    pub fn scaled_total(&self) -> Option<u64> {
+        self.delta_since(&CounterReading {
+            raw: 0,
+            enabled_ns: 0,
+            running_ns: 0,
+        })
+    }
+
     /// The change from `begin` to `self`, scaled to the enabled time when
     /// the counter was multiplexed in between (`Δraw × Δenabled /
     /// Δrunning`); `None` when either reading is missing, the count went
