@@ -8,7 +8,9 @@ points ``progress``/``progress_begin``/``progress_end`` for ``strobe causal``)
 are recorded under
 ``strobe sample -- python ...`` and cost almost nothing otherwise. The
 command line's post-processing subcommands: ``python -m strobe`` or
-``strobe.cli([...])``. See docs/python.md.
+``strobe.cli([...])``. Parquet datasets as Dask DataFrames:
+``strobe.dask.read`` (imported on first use; Dask is optional). See
+docs/python.md.
 """
 
 from . import _native, export
@@ -45,3 +47,13 @@ __all__ = [
     "summary",
     "traced",
 ]
+
+
+def __getattr__(name):
+    # ``strobe.dask`` is imported when first used, so that ``import strobe``
+    # stays quick and needs no Dask.
+    if name == "dask":
+        import importlib
+
+        return importlib.import_module(".dask", __name__)
+    raise AttributeError(f"module 'strobe' has no attribute {name!r}")

@@ -32,7 +32,8 @@ pub struct ExportArgs {
     /// not exist.
     #[arg(long, default_value = "strobe-bench-export.db")]
     pub db: PathBuf,
-    /// Formats to convert to (comma-separated): pftrace, json, csv, firefox, pprof, folded, svg.
+    /// Formats to convert to (comma-separated): pftrace, json, csv, firefox, pprof, folded, svg,
+    /// parquet (rows of every table).
     #[arg(
         long,
         default_value = "pftrace,json,csv,firefox,pprof,folded,svg",
@@ -254,6 +255,11 @@ fn child(db: &Path, format: &str, out_dir: &Path) -> anyhow::Result<()> {
         F::Pprof => strobe_export::pprof::write_pprof(&p, file)?.samples,
         F::Folded => strobe_export::folded::write_folded(&p, fold, file)?,
         F::Svg => strobe_export::folded::write_flamegraph(&p, fold, "bench", file)?,
+        F::Parquet => {
+            drop(file);
+            std::fs::remove_file(&path)?;
+            strobe_export::parquet::write_parquet(&p, &path)?.total_rows()
+        }
         F::Csv => {
             drop(file);
             std::fs::remove_file(&path)?;
@@ -331,7 +337,11 @@ pub fn run(a: ExportArgs) -> anyhow::Result<()> {
             for e in std::fs::read_dir(&a.out_dir)? {
                 let e = e?;
                 if e.file_name().to_string_lossy().starts_with("bench") {
-                    let _ = std::fs::remove_file(e.path());
+                    if e.path().is_dir() {
+                        let _ = std::fs::remove_dir_all(e.path());
+                    } else {
+                        let _ = std::fs::remove_file(e.path());
+                    }
                 }
             }
         }

@@ -9,6 +9,8 @@ mod db;
 mod export;
 mod kernel;
 mod metrics;
+mod multinode;
+mod multinode_mpi;
 mod overhead;
 mod procs;
 mod sampling;
@@ -41,6 +43,8 @@ enum Command {
     Kernel(kernel::KernelArgs),
     /// strobe-metrics: `strobe stat` beside `perf stat`, read cost beside PAPI_read, metric rate.
     Metrics(metrics::MetricsArgs),
+    /// Many-rank MPI jobs: post-processing over thousands of rank databases (`--part scale`).
+    Multinode(multinode::MultinodeArgs),
     /// What profiling costs a CPU-bound program: strobe and perf side by side.
     Overhead(overhead::OverheadArgs),
     /// What strobe adds per process and per thread, plain and under `strobe sample`.
@@ -64,6 +68,7 @@ fn main() -> anyhow::Result<()> {
         Command::Clocks(args) => clocks::run(&args),
         Command::Kernel(args) => kernel::run(&args),
         Command::Metrics(args) => metrics::run(&args),
+        Command::Multinode(args) => multinode::run(args),
         Command::Overhead(args) => overhead::run(&args),
         Command::Procs(args) => procs::run(&args),
         Command::Db(args) => db::run(args),

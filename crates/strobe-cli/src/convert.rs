@@ -1,5 +1,6 @@
 //! `strobe convert`: profile databases to Perfetto, Chrome JSON, folded
-//! stacks, SVG flamegraphs, pprof, Firefox Profiler and CSV.
+//! stacks, SVG flamegraphs, pprof, Firefox Profiler, CSV and Parquet
+//! datasets.
 //!
 //! Owns the command's arguments (inputs default to the latest run, see
 //! `run_dir`), the time window (ns, %, or markers), the output file names
@@ -25,7 +26,8 @@ use strobe_export::Format;
 #[derive(Debug, Args)]
 #[command(
     after_help = "Formats: pftrace (Perfetto, ui.perfetto.dev), json (Chrome trace: chrome://tracing, Perfetto, speedscope), \
-folded (folded stacks), svg (flamegraph), pprof (go tool pprof -http=: FILE), firefox (profiler.firefox.com), csv (one file per table).\n\
+folded (folded stacks), svg (flamegraph), pprof (go tool pprof -http=: FILE), firefox (profiler.firefox.com), csv (one file per table), \
+parquet (a Parquet dataset: the directory NAME.parquet, one sub-directory per table, partitioned by node and MPI rank; DuckDB, Spark, Dask, pandas).\n\
 Examples:\n  strobe convert -f pftrace                         the latest run (strobe-output/latest)\n  \
 strobe convert -i run/*.db -f pftrace -o run      one trace with every process\n  \
 strobe convert -i app.db -f svg pprof --per-thread\n  strobe convert --diff before.db after.db -f svg"
@@ -35,7 +37,7 @@ pub struct ConvertArgs {
     /// Default: the latest run, `<output_dir>/latest` (`strobe-output/latest`).
     #[arg(short = 'i', long = "input", num_args = 1..)]
     pub inputs: Vec<String>,
-    /// Output formats (several allowed, or comma-separated): pftrace, json, folded, svg, pprof, firefox, csv.
+    /// Output formats (several allowed, or comma-separated): pftrace, json, folded, svg, pprof, firefox, csv, parquet.
     #[arg(short = 'f', long = "format", num_args = 1.., required = true, value_delimiter = ',')]
     pub formats: Vec<String>,
     /// Output name (without extension); default: the first input's file stem, or the run's
@@ -159,11 +161,7 @@ impl Progress {
                     .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
             );
             while !flag.load(Ordering::Relaxed) {
-                let bytes: u64 = files
-                    .iter()
-                    .filter_map(|f| std::fs::metadata(f).ok())
-                    .map(|m| m.len())
-                    .sum();
+                let bytes: u64 = files.iter().map(|f| tree_bytes(f)).sum();
                 bar.set_message(format!("{label}: {:.1} MiB", bytes as f64 / 1048576.0));
                 bar.tick();
                 std::thread::sleep(tick);
@@ -186,8 +184,16 @@ impl Drop for Progress {
     }
 }
 
-/// The file (or files, for CSV) a format writes, `.partial` names included.
+/// The file (or files, for CSV; the staging directory, for Parquet) a
+/// format writes, `.partial` names included.
 fn output_files(dir: &Path, stem: &str, f: Format) -> Vec<PathBuf> {
+    if f == Format::Parquet {
+        let d = parquet_dir(dir, stem);
+        return vec![d.with_file_name(format!(
+            "{}.partial",
+            d.file_name().and_then(|n| n.to_str()).unwrap_or("out")
+        ))];
+    }
     if f == Format::Csv {
         return strobe_export::csv::TABLES
             .iter()
@@ -197,6 +203,27 @@ fn output_files(dir: &Path, stem: &str, f: Format) -> Vec<PathBuf> {
     let path = dir.join(format!("{stem}{}", f.extension()));
     let partial = dir.join(format!("{stem}{}.partial", f.extension()));
     vec![path, partial]
+}
+
+/// The Parquet dataset directory: `<dir>/<stem>.parquet` (a stem that
+/// already ends in `.parquet` is taken as is).
+fn parquet_dir(dir: &Path, stem: &str) -> PathBuf {
+    if stem.ends_with(".parquet") {
+        dir.join(stem)
+    } else {
+        dir.join(format!("{stem}.parquet"))
+    }
+}
+
+/// Bytes under `path`: a file's size, or a directory tree's.
+fn tree_bytes(path: &Path) -> u64 {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => std::fs::read_dir(path)
+            .map(|rd| rd.flatten().map(|e| tree_bytes(&e.path())).sum())
+            .unwrap_or(0),
+        Ok(m) => m.len(),
+        Err(_) => 0,
+    }
 }
 
 /// Writes through `<path>.partial`, renamed to `path` on success.
@@ -315,6 +342,25 @@ pub fn run(mut a: ConvertArgs) -> anyhow::Result<()> {
                     "{} threads, {} samples, {} markers",
                     s.threads, s.samples, s.markers
                 )
+            }
+            Format::Parquet => {
+                let dir = parquet_dir(&a.dir, &stem);
+                let s = strobe_export::parquet::write_parquet(&p, &dir)
+                    .with_context(|| format!("writing {}", dir.display()))?;
+                drop(progress);
+                let list: Vec<String> = s
+                    .tables
+                    .iter()
+                    .map(|t| format!("{} {}", t.rows, t.table))
+                    .collect();
+                let secs = t0.elapsed().as_secs_f64();
+                eprintln!(
+                    "wrote {}/ (rows: {}) in {secs:.2} s, {:.2} M rows/s",
+                    dir.display(),
+                    list.join(", "),
+                    s.total_rows() as f64 / secs.max(1e-9) / 1e6
+                );
+                continue;
             }
             Format::Csv => {
                 let files = strobe_export::csv::write_csv(&p, &a.dir, &stem)?;

@@ -14,6 +14,7 @@ mod held;
 mod launch;
 mod merge;
 mod output;
+mod progress;
 mod query;
 mod run_dir;
 mod runtime_lib;
@@ -22,6 +23,7 @@ mod setting_flags;
 mod stat;
 mod stat_report;
 mod summary;
+mod summary_mpi;
 mod symbolize;
 mod symbolize_cmd;
 

@@ -59,12 +59,7 @@ pub(crate) fn create_at(
     command: &str,
     now: SystemTime,
 ) -> anyhow::Result<PathBuf> {
-    std::fs::create_dir_all(output_dir).with_context(|| {
-        format!(
-            "cannot create the output directory {} (check the output_dir setting and that its parent is writable)",
-            output_dir.display()
-        )
-    })?;
+    make_output_dir(output_dir)?;
     let base = format!("{}-{}", command_name(command), local_stamp(now));
     for n in 1..=MAX_SAME_SECOND {
         let name = if n == 1 {
@@ -96,6 +91,53 @@ pub(crate) fn create_at(
         "{}: {MAX_SAME_SECOND} runs named {base} already exist; remove some or choose another output_dir",
         output_dir.display()
     )
+}
+
+/// Creates `output_dir` (and its parents) when missing.
+fn make_output_dir(output_dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(output_dir).with_context(|| {
+        format!(
+            "cannot create the output directory {} (check the output_dir setting and that its parent is writable)",
+            output_dir.display()
+        )
+    })
+}
+
+/// The run directory one MPI job's ranks share: `<command>-job-<job>` in
+/// `output_dir` (the job id reduced like a command name), made by the
+/// first rank to get there and joined by the others; rank 0 points
+/// `latest` at it. Each rank's database has its own name (pid, host), so
+/// ranks never write the same file. A directory left by an earlier job
+/// with the same id is joined too (launchers reuse ids only across
+/// reboots or pid wrap-around).
+pub(crate) fn join_job(
+    output_dir: &Path,
+    command: &str,
+    job: &str,
+    points_latest: bool,
+) -> anyhow::Result<PathBuf> {
+    make_output_dir(output_dir)?;
+    let name = format!("{}-job-{}", command_name(command), command_name(job));
+    let run = output_dir.join(&name);
+    match std::fs::create_dir(&run) {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::AlreadyExists && run.is_dir() => {}
+        Err(e) => {
+            return Err(e).with_context(|| {
+                format!(
+                "cannot create the run directory {} of MPI job {job} (check that {} is writable)",
+                run.display(),
+                output_dir.display()
+            )
+            })
+        }
+    }
+    if points_latest {
+        if let Err(e) = point_latest(output_dir, &name) {
+            eprintln!("strobe: warning: {e:#}");
+        }
+    }
+    Ok(run)
 }
 
 /// The run `<output_dir>/latest` points at (`output_dir` joined with the

@@ -325,6 +325,7 @@ pub fn collector_options(
         settings: settings
             .iter()
             .filter_map(|(def, r)| Some((def.name.to_string(), r.value.as_ref()?.to_string())))
+            .chain(strobe_core::mpi_job::MpiJob::current().map_or_else(Vec::new, |j| j.settings()))
             .collect(),
         poll_interval: Duration::from_millis(5),
         max_depth: settings.int(Key::SamplingDepth) as usize,
@@ -699,11 +700,16 @@ pub fn output_dir(settings: &Settings) -> Result<PathBuf> {
 
 /// The run directory of `command` under `output_dir`, created (and
 /// `latest` pointed at it) when the collector writes the first database:
-/// a run that records nothing leaves nothing behind.
+/// a run that records nothing leaves nothing behind. The ranks of an MPI
+/// job share one ([`crate::run_dir::join_job`]).
 pub fn lazy_run_dir(output_dir: PathBuf, command: String) -> Arc<strobe_collect::RunDir> {
+    let job = strobe_core::mpi_job::MpiJob::current();
     Arc::new(strobe_collect::RunDir::new(move || {
-        crate::run_dir::create(&output_dir, &command)
-            .map_err(|e| std::io::Error::other(format!("{e:#}")))
+        match &job {
+            Some(j) => crate::run_dir::join_job(&output_dir, &command, &j.job, j.rank == 0),
+            None => crate::run_dir::create(&output_dir, &command),
+        }
+        .map_err(|e| std::io::Error::other(format!("{e:#}")))
     }))
 }
 

@@ -2,17 +2,14 @@
 //!
 //! Owns the command's arguments (inputs default to the latest run, see
 //! `run_dir`) and printing; the numbers come from
-//! strobe-db's `summary` module. Columns follow Nsight Systems' `stats`
-//! layout: Time (%), Total Time (ns), Instances, Avg, Med, Min, Max,
-//! StdDev, Name, sorted by total time.
+//! strobe-db's `summary` module (the MPI tables: `summary_mpi`). Columns
+//! follow Nsight Systems' `stats` layout: Time (%), Total Time (ns),
+//! Instances, Avg, Med, Min, Max, StdDev, Name, sorted by total time.
 
 use std::io::Write;
 
 use clap::{Args, ValueEnum};
-use strobe_db::summary::{
-    function_counter_summary, function_summary, profile_counters, region_counter_summary,
-    region_summary, stored_metrics, thread_summary, CounterSumRow, FunctionRow, StatRow, ThreadRow,
-};
+use strobe_db::summary::{CounterSumRow, FunctionRow, StatRow, ThreadRow};
 use strobe_metrics::defs::{Counter, Definition, Metric, MetricSet, Plan};
 
 use crate::output::{Cell, Format, TableOut};
@@ -28,6 +25,9 @@ pub enum Report {
     Functions,
     /// Threads.
     Threads,
+    /// MPI: time in MPI per rank, per MPI function, the ranks that wait
+    /// most (`all` includes it only when the run made MPI calls).
+    Mpi,
 }
 
 /// Output formats of `strobe summary`.
@@ -256,15 +256,17 @@ struct CounterColumns {
 }
 
 impl CounterColumns {
-    /// `None` when the profile read no counter per thread. A metric
+    /// `None` when the profile read no counter per thread (`counters`, see
+    /// `profile_counters`; `stored`: its `stored_metrics`). A metric
     /// definition that no longer plans (an older file) is left out with a
     /// warning.
-    fn of(profile: &strobe_db::Profile) -> anyhow::Result<Option<CounterColumns>> {
-        let counters = profile_counters(profile)?;
+    fn of(
+        counters: Vec<(String, String)>,
+        stored: &[strobe_db::summary::StoredMetric],
+    ) -> Option<CounterColumns> {
         if counters.is_empty() {
-            return Ok(None);
+            return None;
         }
-        let stored = stored_metrics(profile)?;
         let requested: Vec<&str> = stored
             .iter()
             .filter(|m| m.requested)
@@ -273,7 +275,7 @@ impl CounterColumns {
         let metrics = if requested.is_empty() {
             None
         } else {
-            match Self::plan(&stored, &requested) {
+            match Self::plan(stored, &requested) {
                 Ok(plan) => {
                     let slots = plan
                         .counters()
@@ -292,7 +294,7 @@ impl CounterColumns {
                 }
             }
         };
-        Ok(Some(CounterColumns { counters, metrics }))
+        Some(CounterColumns { counters, metrics })
     }
 
     /// The plan of `requested` over the stored definitions alone (no file).
@@ -527,41 +529,35 @@ fn runs_of(files: &[std::path::PathBuf]) -> Vec<(std::path::PathBuf, Vec<std::pa
 /// Writes the summary tables of `a` to `out` (`strobe sample` prints them
 /// to stderr after a run).
 pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    let mut profile = strobe_db::Profile::open(&a.inputs)?;
+    let mut profile = crate::progress::open_profile(&a.inputs)?;
     profile.set_window_text(a.start.as_deref(), a.end.as_deref())?;
+    if a.report == Report::Mpi {
+        return crate::summary_mpi::render(&profile, a, out);
+    }
     let want = |r: Report| a.report == Report::All || a.report == r;
-    let regions = if want(Report::Regions) {
-        Some(region_summary(&profile, a.by_process)?)
-    } else {
-        None
-    };
-    let functions = if want(Report::Functions) {
-        Some(function_summary(&profile, a.by_process)?)
-    } else {
-        None
-    };
-    let threads = if want(Report::Threads) {
-        Some(thread_summary(&profile, a.by_process)?)
-    } else {
-        None
-    };
+    let bar = crate::progress::ScanBar::start(&profile, "summarizing");
+    let tables = strobe_db::summary::tables(
+        &profile,
+        strobe_db::summary::Want {
+            regions: want(Report::Regions),
+            functions: want(Report::Functions),
+            threads: want(Report::Threads),
+            by_process: a.by_process,
+        },
+    );
+    drop(bar);
+    let tables = tables?;
+    let (regions, functions, threads) = (tables.regions, tables.functions, tables.threads);
     // Only when the profile read counters per thread.
-    let columns = CounterColumns::of(&profile)?;
-    let region_counters = match (&columns, want(Report::Regions)) {
-        (Some(c), true) => Some(in_region_order(
-            region_counter_summary(&profile, &c.counters, a.by_process)?,
-            regions.as_ref(),
-        ))
-        .filter(|r| !r.is_empty()),
+    let columns = CounterColumns::of(tables.counters, &tables.metrics);
+    let region_counters = match (&columns, tables.region_counters) {
+        (Some(_), Some(rows)) => {
+            Some(in_region_order(rows, regions.as_ref())).filter(|r| !r.is_empty())
+        }
         _ => None,
     };
-    let function_counters = match (&columns, want(Report::Functions)) {
-        (Some(c), true) => Some(by_first_counter(function_counter_summary(
-            &profile,
-            &c.counters,
-            a.by_process,
-        )?))
-        .filter(|r| !r.is_empty()),
+    let function_counters = match (&columns, tables.function_counters) {
+        (Some(_), Some(rows)) => Some(by_first_counter(rows)).filter(|r| !r.is_empty()),
         _ => None,
     };
     if a.format == SummaryFormat::Json {
@@ -574,6 +570,11 @@ pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         }
         if let Some(t) = &threads {
             obj.insert("threads".into(), serde_json::to_value(t)?);
+        }
+        if a.report == Report::All {
+            if let Some(m) = crate::summary_mpi::json_if_any(&profile)? {
+                obj.insert("mpi".into(), m);
+            }
         }
         if let Some(c) = &columns {
             if let Some(r) = &region_counters {
@@ -668,6 +669,9 @@ pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             }
         }
         t.end()?;
+    }
+    if a.report == Report::All {
+        crate::summary_mpi::render_if_any(&profile, a, out)?;
     }
     Ok(())
 }

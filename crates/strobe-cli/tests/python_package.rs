@@ -1,11 +1,29 @@
 //! The Python package (python/, crates/strobe-py): builds it with maturin
 //! into a virtual environment this test creates (pip installs maturin,
-//! pandas, pyarrow, polars and pytest from PyPI the first time; the
+//! pandas, pyarrow, polars, pytest, and for the Parquet tests DuckDB, Dask
+//! and distributed, from PyPI the first time or when the list changes; the
 //! environment is kept under the target directory), then runs its pytest
-//! suite (python/tests) against this build's `strobe` and runtime.
+//! suite (python/tests) against this build's `strobe` and runtime, with
+//! the databases of a small MPI job (tests/mpi_fixture) for it to read.
+
+#[path = "mpi_fixture/mod.rs"]
+mod mpi_fixture;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// What pip installs into the environment (versions pinned where a
+/// test compares results across libraries).
+const PACKAGES: &[&str] = &[
+    "maturin>=1.5,<2",
+    "pandas",
+    "pyarrow",
+    "polars",
+    "pytest",
+    "duckdb==2.0.1",
+    "dask[dataframe]==2026.8.0",
+    "distributed==2026.8.0",
+];
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -43,28 +61,25 @@ fn check(cmd: &mut Command, what: &str) -> Result<(), String> {
 fn venv() -> Result<PathBuf, String> {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("python-venv");
     let python = dir.join("bin/python");
+    // The marker holds the package list it was made with: a new list
+    // installs into the same environment.
     let ready = dir.join(".strobe-ready");
-    if !ready.is_file() {
-        let _ = std::fs::remove_dir_all(&dir);
+    let wanted = PACKAGES.join("\n");
+    if std::fs::read_to_string(&ready).ok().as_deref() != Some(wanted.as_str()) {
+        if !python.is_file() {
+            let _ = std::fs::remove_dir_all(&dir);
+            check(
+                Command::new("python3").args(["-m", "venv"]).arg(&dir),
+                "python3 -m venv",
+            )?;
+        }
         check(
-            Command::new("python3").args(["-m", "venv"]).arg(&dir),
-            "python3 -m venv",
-        )?;
-        check(
-            Command::new(&python).args([
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "maturin>=1.5,<2",
-                "pandas",
-                "pyarrow",
-                "polars",
-                "pytest",
-            ]),
+            Command::new(&python)
+                .args(["-m", "pip", "install", "-q"])
+                .args(PACKAGES),
             "pip install (PyPI must be reachable)",
         )?;
-        std::fs::write(&ready, b"").map_err(|e| e.to_string())?;
+        std::fs::write(&ready, wanted.as_bytes()).map_err(|e| e.to_string())?;
     }
     Ok(dir)
 }
@@ -94,6 +109,8 @@ fn the_python_packages_pytest_suite_passes() {
         "maturin develop",
     )
     .unwrap();
+    let mpi = tempfile::tempdir().unwrap();
+    mpi_fixture::write_job(mpi.path());
     let out = Command::new(&python)
         .args([
             "-m",
@@ -106,6 +123,7 @@ fn the_python_packages_pytest_suite_passes() {
         .current_dir(repo())
         .env("STROBE_BIN", env!("CARGO_BIN_EXE_strobe"))
         .env("STROBE_RUNTIME", fresh_runtime())
+        .env("STROBE_TEST_MPI_RUN", mpi.path())
         .output()
         .unwrap();
     let text = format!(

@@ -29,6 +29,7 @@ mod kernel;
 mod kernel_writer;
 mod listen;
 mod maps;
+mod mpi;
 mod process;
 mod procstat;
 mod profile;

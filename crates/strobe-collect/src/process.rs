@@ -520,6 +520,31 @@ impl Process {
                 }
             }
             event::NOTE => self.notes.push(text()),
+            event::MPI_CALL => {
+                let Some(call) = crate::mpi::call(bytes) else {
+                    return;
+                };
+                if let Some(p) = self.profile(options) {
+                    let r = p.mpi_call(tid, &call, at);
+                    p.note(r);
+                }
+            }
+            event::MPI_CLOCK => {
+                let Some((sync, rank, world_size)) = crate::mpi::clock(bytes) else {
+                    return;
+                };
+                let launched = options.settings.iter().any(|(k, _)| k == "mpi.rank");
+                if let Some(p) = self.profile(options) {
+                    // MPI started without a launcher (a singleton): the
+                    // rank is known from MPI only.
+                    if !launched && sync.phase == "init" {
+                        p.setting("mpi.rank", &rank.to_string());
+                        p.setting("mpi.world_size", &world_size.to_string());
+                    }
+                    let r = p.clock_sync(&sync);
+                    p.note(r);
+                }
+            }
             // A static image in `auto` mode: the collector hands it to the
             // kernel and says so.
             event::CHILD if arg == exec_reason::STATIC && options.kernel_threads.is_some() => {}

@@ -507,6 +507,25 @@ impl Profile {
         Ok(())
     }
 
+    /// A completed MPI call: a region of category `mpi` nested under the
+    /// thread's open regions, with the call's arguments.
+    pub fn mpi_call(&mut self, tid: i32, call: &crate::mpi::MpiCall, end_ns: u64) -> Result<()> {
+        let depth = self.stacks.get(&tid).map_or(0, |s| s.len() as u32);
+        let name = self.text(call.name)?;
+        let args: Vec<Arg<'_>> = call
+            .args
+            .iter()
+            .map(|(name, ty, value)| Arg { name, ty, value })
+            .collect();
+        self.region(tid, name, "mpi", call.begin_ns, end_ns, depth, &args)
+            .map(|_| ())
+    }
+
+    /// A clock comparison with the reference rank.
+    pub fn clock_sync(&mut self, c: &strobe_db::ClockSync<'_>) -> Result<()> {
+        self.writer.clock_sync(c)
+    }
+
     /// An instant marker.
     pub fn mark(&mut self, tid: i32, name: &str, at: u64) -> Result<()> {
         let name = self.text(name)?;

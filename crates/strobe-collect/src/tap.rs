@@ -20,7 +20,7 @@ use std::sync::Arc;
 use strobe_core::clock::now_ns;
 use strobe_core::shm::ring::ShmRing;
 use strobe_core::shm::segment::{exec_reason, slot_state, state, Segment};
-use strobe_core::shm::wire::{event, event_flags, read, EventHead, EVENT_HEAD_BYTES};
+use strobe_core::shm::wire::{event, event_flags, read, EventHead, MpiCallBody, EVENT_HEAD_BYTES};
 use strobe_core::timewindow::{ClockReader, WindowClock, WindowEvaluator};
 
 /// Blocking the sampling signal for this long in total is reported.
@@ -161,6 +161,11 @@ fn to_monotonic(record: &mut [u8], map: &TscMap, last: &mut u64) -> Option<Event
         head.timestamp_ns = map.ns(head.timestamp_ns).max(*last);
         *last = head.timestamp_ns;
         record[..EVENT_HEAD_BYTES].copy_from_slice(head.as_bytes());
+        if head.kind == event::MPI_CALL {
+            MpiCallBody::begin_to_ns(&mut record[EVENT_HEAD_BYTES..], head.timestamp_ns, |t| {
+                map.ns(t)
+            });
+        }
     }
     Some(head)
 }

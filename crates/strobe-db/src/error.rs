@@ -64,6 +64,14 @@ pub enum DbError {
         /// The duplicated suffix.
         suffix: String,
     },
+    /// More processes than one merged file holds.
+    #[error("the inputs hold {processes} processes; one merged file holds at most {limit} (each process adds about thirty tables, and SQLite slows down with every table a file holds): merge one file per node with `strobe merge --per-node -o DIR`, or give the databases themselves to query, summary and convert, which read any number of them")]
+    TooManyProcesses {
+        /// Processes in the inputs.
+        processes: usize,
+        /// The most one merged file holds ([`crate::merge::MAX_MERGED_PROCESSES`]).
+        limit: usize,
+    },
     /// SQLite rejected a user-supplied query.
     #[error("SQL error: {message}\n  in query: {sql}")]
     Query {

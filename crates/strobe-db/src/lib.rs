@@ -7,25 +7,30 @@
 //! settings. This crate owns the schema ([`schema`]), the streaming
 //! [`Writer`], the multi-file [`Profile`] reader, the fast raw scans of
 //! samples for readers on threads of their own ([`scan`]), the physical
-//! [`merge`], the [`summary`] computations, the symbolization storage
-//! ([`symbols`]) and the causal-profiling results ([`causal`]). It
-//! never prints and never resolves symbols itself. See `docs/schema.md`.
+//! [`merge`], the [`summary`] computations and the MPI ones ([`mpi`]),
+//! the symbolization storage ([`symbols`]) and the causal-profiling
+//! results ([`causal`]). It never prints and never resolves symbols
+//! itself. See `docs/schema.md`.
 
 #![warn(missing_docs)]
 
 pub mod causal;
 pub mod error;
+pub mod federation;
 pub mod identity;
 pub mod inputs;
 mod intern;
 pub mod merge;
+pub mod mpi;
 pub mod process;
 pub mod reader;
 pub mod scan;
 pub mod schema;
 pub mod stream;
 pub mod summary;
+mod summary_fold;
 pub mod symbols;
+pub mod synth;
 pub mod writer;
 
 pub use error::{DbError, Result};
@@ -41,7 +46,7 @@ pub use rusqlite;
 pub use rusqlite::types::Value;
 pub use writer::{
     AgentId, AgentInfo, AgentKind, AllocOp, Arg, CallSiteId, CausalExperiment, CausalProgress,
-    CounterId, CounterInfo, EventId, FrameId, FrameSymbols, MemLevel, MemoryOp, MetricRow,
-    ModuleId, ModuleRow, ProgressKind, Region, SampleKind, SampleMeta, StackFrame, StringId,
-    ThreadInfo, ThreadRef, TrackId, WeightScale, Writer, WriterOptions, WriterTotals,
+    ClockSync, CounterId, CounterInfo, EventId, FrameId, FrameSymbols, MemLevel, MemoryOp,
+    MetricRow, ModuleId, ModuleRow, ProgressKind, Region, SampleKind, SampleMeta, StackFrame,
+    StringId, ThreadInfo, ThreadRef, TrackId, WeightScale, Writer, WriterOptions, WriterTotals,
 };

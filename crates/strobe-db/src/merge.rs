@@ -3,12 +3,16 @@
 //! Owns copying every process's suffixed tables (rows, ids and guid
 //! unchanged; optional tables where an input has them) from many inputs
 //! into one output, then creating the unsuffixed `UNION ALL` views, the
-//! standard views and the indexes. It attaches one
-//! input at a time, so any number of inputs works, and writes to a
-//! `.partial` file renamed into place only when complete: a plain
-//! rollback-journal file with mode 0644, nothing beside it. It opens inputs
-//! read-only (never creating a file beside one), never modifies an input and
-//! never prints: progress goes to the caller's callback.
+//! standard views and the indexes, and grouping inputs by node for one
+//! merged file per node ([`plan_per_node`]). It attaches one input at a
+//! time and streams it into the output, so memory does not grow with the
+//! inputs; one output holds at most [`MAX_MERGED_PROCESSES`] processes
+//! (every `CREATE TABLE` rescans the schema, so the cost grows with the
+//! square of the tables, and a `UNION ALL` view takes at most 500 terms).
+//! It writes to a `.partial` file renamed into place only when complete: a
+//! plain rollback-journal file with mode 0644, nothing beside it. It opens
+//! inputs read-only (never creating a file beside one), never modifies an
+//! input and never prints: progress goes to the caller's callback.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -39,6 +43,10 @@ pub enum MergeProgress {
     /// All rows are in; indexes and views are being created.
     Finishing,
 }
+
+/// The most processes one merged file holds (see the module
+/// documentation); [`merge`] refuses more.
+pub const MAX_MERGED_PROCESSES: usize = 256;
 
 /// What a merge did.
 #[derive(Debug, Clone, Default)]
@@ -87,6 +95,12 @@ pub fn merge(
         }
         total_rows += count_rows(input, &suffixes)?;
         plan.push((input.clone(), suffixes));
+    }
+    if seen.len() > MAX_MERGED_PROCESSES {
+        return Err(DbError::TooManyProcesses {
+            processes: seen.len(),
+            limit: MAX_MERGED_PROCESSES,
+        });
     }
     progress(MergeProgress::Started {
         inputs: inputs.len(),
@@ -216,4 +230,83 @@ fn stored_columns(conn: &Connection, name: &str) -> rusqlite::Result<String> {
         .map(|n| format!("\"{}\"", n.replace('"', "\"\"")))
         .collect::<Vec<_>>()
         .join(", "))
+}
+
+/// Groups `inputs` for one merged file per node: by the host name each
+/// database records (`rocpd_info_node`), in input order, a node with more
+/// than [`MAX_MERGED_PROCESSES`] processes split in as many groups as it
+/// needs. Returns (output file name, inputs) pairs: `<host>.db`, or
+/// `<host>.1.db`, `<host>.2.db`, … for a split node; characters other than
+/// letters, digits, `.`, `-` and `_` in a host name become `_`. Every input
+/// is checked first (a bad one is named); a database holding more processes
+/// than one output may is refused.
+pub fn plan_per_node(inputs: &[PathBuf]) -> Result<Vec<(String, Vec<PathBuf>)>> {
+    // Host → groups of (files, processes).
+    type Groups = Vec<(Vec<PathBuf>, usize)>;
+    let mut nodes: Vec<(String, Groups)> = Vec::new();
+    for input in inputs {
+        let suffixes = check_file(input)?;
+        if suffixes.len() > MAX_MERGED_PROCESSES {
+            return Err(DbError::TooManyProcesses {
+                processes: suffixes.len(),
+                limit: MAX_MERGED_PROCESSES,
+            });
+        }
+        let host: Option<String> = {
+            let conn = open_read_only(input)?;
+            conn.query_row(
+                &format!(
+                    "SELECT hostname FROM \"rocpd_info_node{}\" ORDER BY id LIMIT 1",
+                    suffixes[0]
+                ),
+                [],
+                |r| r.get(0),
+            )
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(e),
+            })
+            .at(input)?
+        };
+        let host: String = host
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "unknown-host".into())
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let at = match nodes.iter().position(|(h, _)| *h == host) {
+            Some(at) => at,
+            None => {
+                nodes.push((host, Vec::new()));
+                nodes.len() - 1
+            }
+        };
+        let groups = &mut nodes[at].1;
+        match groups.last_mut() {
+            Some((files, n)) if *n + suffixes.len() <= MAX_MERGED_PROCESSES => {
+                files.push(input.clone());
+                *n += suffixes.len();
+            }
+            _ => groups.push((vec![input.clone()], suffixes.len())),
+        }
+    }
+    let mut out = Vec::new();
+    for (host, groups) in nodes {
+        let split = groups.len() > 1;
+        for (k, (files, _)) in groups.into_iter().enumerate() {
+            let name = if split {
+                format!("{host}.{}.db", k + 1)
+            } else {
+                format!("{host}.db")
+            };
+            out.push((name, files));
+        }
+    }
+    Ok(out)
 }

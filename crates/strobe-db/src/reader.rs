@@ -3,8 +3,10 @@
 //! Owns [`Profile`]: an in-memory SQLite connection with every input
 //! attached read-only and TEMP views (`rocpd_region`, …, `regions`,
 //! `samples`, …) that `UNION ALL` all processes of all inputs, optionally
-//! restricted to a time window. Beyond SQLite's limit of 10 attached
-//! databases the inputs are first merged into a temporary file, transparently.
+//! restricted to a time window. Beyond SQLite's limit of
+//! [`MAX_ATTACHED`] attached databases the same names are virtual tables
+//! that read the inputs in place, one process at a time
+//! ([`crate::federation`]): any number of inputs, in bounded memory.
 //! It also owns the streaming, time-ordered record iterators exporters use.
 //! It never writes to an input and never creates a file beside one (see
 //! [`crate::inputs::read_only_uri`]): reading a finished profile works from
@@ -13,18 +15,25 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use rusqlite::types::Value;
 use rusqlite::Connection;
 
 use crate::error::{classify, DbError, Result, SqlContext};
+use crate::federation::{Federation, ScanProgress, Unit};
 use crate::inputs::{check_file, check_schema, expand_inputs, read_only_uri};
 use crate::schema::{self, TableSet, ViewWindow};
 use crate::stream::RowStream;
 
-/// Most databases attached directly; more are merged into a staging file.
+/// Most databases attached directly; more are read in place through
+/// virtual tables ([`crate::federation`]).
 pub const MAX_ATTACHED: usize = 10;
+
+/// Call sites and frames [`Profile::resolve_stack`] keeps before it starts
+/// over (bounds its memory over many processes).
+const STACK_CACHE_ENTRIES: usize = 1 << 16;
 
 /// One end of a time window: nanoseconds from the start of the run, or a
 /// percentage of the run's length.
@@ -200,19 +209,94 @@ pub struct ThreadRecord {
     pub end: Option<i64>,
 }
 
-/// Removes a staging directory when dropped.
-struct Staging(PathBuf);
-impl Drop for Staging {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
+/// Call sites, frames and module names already resolved, keyed by table
+/// set (see [`Profile::table_sets`]): what [`Profile::resolve_stack`]
+/// keeps, and what a reader resolving stacks on a connection of its own
+/// keeps (see [`crate::scan`]).
 #[derive(Default)]
-struct StackCache {
+pub struct StackCache {
     callsites: HashMap<(usize, i64), (Option<i64>, i64)>,
     frames: HashMap<(usize, i64), ResolvedFrame>,
     modules: HashMap<String, Arc<str>>,
+}
+
+impl StackCache {
+    /// Entries held.
+    pub fn len(&self) -> usize {
+        self.callsites.len() + self.frames.len()
+    }
+
+    /// Whether nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Resolves call site `callsite` of table set `set` (`ts`, process
+    /// `guid`, in file `path`) into frames, leaf first, reading on `conn`
+    /// (where `ts`'s tables are named `"<schema>"."<table><suffix>"`).
+    pub fn resolve(
+        &mut self,
+        conn: &Connection,
+        ts: &TableSet,
+        set: usize,
+        guid: &str,
+        path: &Path,
+        callsite: i64,
+    ) -> Result<Vec<ResolvedFrame>> {
+        let mut out = Vec::new();
+        let mut cur = Some(callsite);
+        let mut guard = 0;
+        while let Some(cs) = cur {
+            guard += 1;
+            if guard > 100_000 {
+                return Err(DbError::Corrupt {
+                    path: path.to_path_buf(),
+                    detail: format!("call site {cs} of {guid} forms a cycle"),
+                });
+            }
+            let (parent, frame) = match self.callsites.get(&(set, cs)) {
+                Some(v) => *v,
+                None => {
+                    let v: (Option<i64>, i64) = conn
+                        .prepare_cached(&format!("SELECT parent_id, frame_id FROM \"{}\".\"strobe_callsite{}\" WHERE id = ?1", ts.schema, ts.suffix))
+                        .and_then(|mut st| st.query_row([cs], |r| Ok((r.get(0)?, r.get(1)?))))
+                        .map_err(|e| classify(e, path))?;
+                    self.callsites.insert((set, cs), v);
+                    v
+                }
+            };
+            let f = match self.frames.get(&(set, frame)) {
+                Some(f) => f.clone(),
+                None => {
+                    let raw: (Option<String>, i64, Option<String>, Option<String>, Option<i64>) = conn
+                        .prepare_cached(&format!(
+                            "SELECT M.path, F.rel_pc, F.function, F.file, F.line FROM \"{0}\".\"strobe_frame{1}\" F LEFT JOIN \"{0}\".\"strobe_module{1}\" M ON M.id = F.module_id WHERE F.id = ?1",
+                            ts.schema, ts.suffix
+                        ))
+                        .and_then(|mut st| st.query_row([frame], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))))
+                        .map_err(|e| classify(e, path))?;
+                    let module = raw.0.map(|m| {
+                        self.modules
+                            .entry(m.clone())
+                            .or_insert_with(|| Arc::from(m.as_str()))
+                            .clone()
+                    });
+                    let f = ResolvedFrame {
+                        module,
+                        rel_pc: raw.1 as u64,
+                        function: raw.2.map(|s| Arc::from(s.as_str())),
+                        file: raw.3.map(|s| Arc::from(s.as_str())),
+                        line: raw.4.map(|l| l as u32),
+                    };
+                    self.frames.insert((set, frame), f.clone());
+                    f
+                }
+            };
+            out.push(f);
+            cur = parent;
+        }
+        Ok(out)
+    }
 }
 
 /// One or many profile databases opened as one logical database.
@@ -220,11 +304,25 @@ pub struct Profile {
     conn: Connection,
     files: Vec<PathBuf>,
     sets: Vec<TableSet>,
+    /// The file holding each set.
+    set_files: Vec<PathBuf>,
     guid_to_set: HashMap<String, usize>,
     window: ViewWindow,
     stacks: RefCell<StackCache>,
-    _staging: Option<Staging>,
+    /// Set when the inputs are read in place (more than [`MAX_ATTACHED`]).
+    fed: Option<FedRef>,
 }
+
+/// The federation of a profile read in place.
+struct FedRef(Rc<Federation>);
+
+// SAFETY: every `Rc` of the federation (and of the databases it keeps
+// open) lives inside one Profile: this field, and the virtual tables,
+// module data and cursors owned by the Profile's own connection. None is
+// ever handed out, so moving the Profile to another thread moves every
+// user of them together, and Profile is not Sync (its RefCell), so no two
+// threads use them at once.
+unsafe impl Send for FedRef {}
 
 impl Profile {
     /// Opens inputs (files, directories, globs; see
@@ -235,70 +333,156 @@ impl Profile {
         Profile::open_files(&files)
     }
 
-    /// Opens an explicit list of files as one database.
+    /// [`Profile::open`], reporting the check of the files to `progress`
+    /// (`"checking"`, files done, files in all).
+    pub fn open_with_progress<S: AsRef<str>>(
+        inputs: &[S],
+        progress: &dyn Fn(&str, usize, usize),
+    ) -> Result<Profile> {
+        let files = expand_inputs(inputs)?;
+        Profile::open_files_with_progress(&files, progress)
+    }
+
+    /// Opens an explicit list of files as one database. Up to
+    /// [`MAX_ATTACHED`] files are attached to one connection; more are read
+    /// in place through virtual tables of the same names (see
+    /// [`crate::federation`]): queries mean the same, and memory and open
+    /// files stay bounded whatever the number of inputs.
     pub fn open_files(files: &[PathBuf]) -> Result<Profile> {
+        Profile::open_files_with_progress(files, &|_, _, _| {})
+    }
+
+    /// [`Profile::open_files`], reporting the check of the files to
+    /// `progress` (`"checking"`, files done, files in all). Many files are
+    /// checked two to four at a time.
+    pub fn open_files_with_progress(
+        files: &[PathBuf],
+        progress: &dyn Fn(&str, usize, usize),
+    ) -> Result<Profile> {
         if files.is_empty() {
             return Err(DbError::NoInput {
                 pattern: String::new(),
             });
         }
         let mut seen = std::collections::HashSet::new();
-        for f in files {
-            for s in check_file(f)? {
-                if !seen.insert(s.clone()) {
-                    return Err(DbError::DuplicateProcess {
-                        path: f.clone(),
-                        suffix: s,
-                    });
+        let mut checked = Vec::with_capacity(files.len());
+        crate::scan::ordered_parallel(
+            files.len(),
+            &|i| check_file(&files[i]),
+            &mut |i, suffixes| {
+                let f = &files[i];
+                for s in &suffixes {
+                    if !seen.insert(s.clone()) {
+                        return Err(DbError::DuplicateProcess {
+                            path: f.clone(),
+                            suffix: s.clone(),
+                        });
+                    }
                 }
-            }
-        }
-        let (attach, staging) = if files.len() > MAX_ATTACHED {
-            let dir = std::env::temp_dir().join(format!(
-                "strobe-stage-{}-{}",
-                std::process::id(),
-                strobe_core::clock::now_ns()
-            ));
-            std::fs::create_dir_all(&dir).map_err(|e| DbError::Io {
-                path: dir.clone(),
-                error: e,
-            })?;
-            let staging = Staging(dir.clone());
-            let merged = dir.join("merged.db");
-            crate::merge::merge(files, &merged, &mut |_| {})?;
-            (vec![merged], Some(staging))
-        } else {
-            (files.to_vec(), None)
-        };
+                checked.push((f.clone(), suffixes));
+                progress("checking", i + 1, files.len());
+                Ok(())
+            },
+        )?;
         let mem = Path::new(":memory:");
         let conn = Connection::open_in_memory().at(mem)?;
         let mut sets = Vec::new();
+        let mut set_files = Vec::new();
         let mut guid_to_set = HashMap::new();
-        for (k, f) in attach.iter().enumerate() {
-            let alias = format!("db{k}");
-            conn.execute(
-                &format!("ATTACH DATABASE ?1 AS {alias}"),
-                [read_only_uri(f)],
-            )
-            .at(f)?;
-            for s in check_schema(&conn, &alias, f)? {
-                guid_to_set.insert(crate::identity::guid_from_suffix(&s), sets.len());
-                sets.push(TableSet {
-                    schema: alias.clone(),
-                    suffix: s,
-                });
+        let mut fed = None;
+        if files.len() > MAX_ATTACHED {
+            let mut units = Vec::new();
+            for (f, suffixes) in checked {
+                for s in suffixes {
+                    let guid = crate::identity::guid_from_suffix(&s);
+                    guid_to_set.insert(guid.clone(), sets.len());
+                    sets.push(TableSet {
+                        schema: "main".into(),
+                        suffix: s.clone(),
+                    });
+                    set_files.push(f.clone());
+                    units.push(Unit {
+                        file: f.clone(),
+                        suffix: s,
+                        guid,
+                    });
+                }
             }
+            fed = Some(FedRef(Federation::install(&conn, units)?));
+        } else {
+            for (k, f) in files.iter().enumerate() {
+                let alias = format!("db{k}");
+                conn.execute(
+                    &format!("ATTACH DATABASE ?1 AS {alias}"),
+                    [read_only_uri(f)],
+                )
+                .at(f)?;
+                for s in check_schema(&conn, &alias, f)? {
+                    guid_to_set.insert(crate::identity::guid_from_suffix(&s), sets.len());
+                    sets.push(TableSet {
+                        schema: alias.clone(),
+                        suffix: s,
+                    });
+                    set_files.push(f.clone());
+                }
+            }
+            schema::create_views(&conn, &sets, true, &ViewWindow::default()).at(&files[0])?;
         }
-        schema::create_views(&conn, &sets, true, &ViewWindow::default()).at(&attach[0])?;
         Ok(Profile {
             conn,
             files: files.to_vec(),
             sets,
+            set_files,
             guid_to_set,
             window: ViewWindow::default(),
             stacks: RefCell::new(StackCache::default()),
-            _staging: staging,
+            fed,
         })
+    }
+
+    /// Whether the inputs are read in place through virtual tables (more
+    /// than [`MAX_ATTACHED`] files, see [`crate::federation`]) rather than
+    /// attached. Queries mean the same either way; code that reads each
+    /// process on a connection of its own ([`Profile::set_file`],
+    /// [`Profile::with_set_connection`]) works either way.
+    pub fn is_federated(&self) -> bool {
+        self.fed.is_some()
+    }
+
+    /// The federation a profile read in place is built on.
+    pub(crate) fn federation(&self) -> Option<&Federation> {
+        self.fed.as_ref().map(|f| &*f.0)
+    }
+
+    /// Reports the progress of every scan over all processes (profiles
+    /// read in place only; see [`Profile::is_federated`]) to `f`: the table
+    /// or view scanned, processes done, processes in all. `None` stops it.
+    pub fn set_scan_progress(&self, f: Option<Box<ScanProgress>>) {
+        if let Some(fed) = &self.fed {
+            fed.0.set_progress(f);
+        }
+    }
+
+    /// The file holding table set `k` (see [`Profile::table_sets`]), for
+    /// readers that open it on a connection of their own
+    /// ([`crate::scan::open_attached`] with the set's schema name).
+    pub fn set_file(&self, k: usize) -> &Path {
+        &self.set_files[k]
+    }
+
+    /// Runs `f` on a connection where table set `k`'s tables are named
+    /// `"<schema>"."<table><suffix>"` (its [`TableSet`]): the profile's own
+    /// connection when the inputs are attached, the process's own
+    /// read-only connection when they are read in place.
+    pub fn with_set_connection<T>(
+        &self,
+        k: usize,
+        f: impl FnOnce(&Connection) -> Result<T>,
+    ) -> Result<T> {
+        match &self.fed {
+            Some(fed) => fed.0.with_unit(k, f),
+            None => f(&self.conn),
+        }
     }
 
     /// The input files.
@@ -325,26 +509,48 @@ impl Profile {
               UNION ALL SELECT MIN(start), MAX(\"end\") FROM rocpd_region
               UNION ALL SELECT MIN(timestamp), MAX(timestamp) FROM rocpd_sample
               UNION ALL SELECT MIN(timestamp), MAX(timestamp) FROM strobe_counter_sample)";
-        let saved = self.window;
-        let r: (Option<i64>, Option<i64>) = if saved == ViewWindow::default() {
+        let unwindowed = self.window == ViewWindow::default();
+        let r: (Option<i64>, Option<i64>) = if unwindowed && self.fed.is_none() {
             self.conn
                 .query_row(sql, [], |r| Ok((r.get(0)?, r.get(1)?)))
                 .at(&self.path())?
         } else {
-            // The window restricts the timed views; bounds come from the tables.
-            let mut parts = Vec::new();
-            for t in &self.sets {
-                parts.push(format!(
-                    "SELECT start AS s, \"end\" AS e FROM \"{0}\".\"rocpd_info_process{1}\"
+            // The window restricts the timed views, so bounds come from the
+            // tables, one process at a time (a UNION ALL over every process
+            // would exceed SQLite's 500 terms), on the process's own
+            // connection when the inputs are read in place. Counter samples
+            // count as in the view query above only without a window.
+            let mut bounds: (Option<i64>, Option<i64>) = (None, None);
+            for (k, t) in self.sets.iter().enumerate() {
+                let counters = if unwindowed {
+                    format!(
+                        " UNION ALL SELECT MIN(timestamp), MAX(timestamp) FROM \"{0}\".\"strobe_counter_sample{1}\"",
+                        t.schema, t.suffix
+                    )
+                } else {
+                    String::new()
+                };
+                let q = format!(
+                    "SELECT MIN(s), MAX(e) FROM (SELECT start AS s, \"end\" AS e FROM \"{0}\".\"rocpd_info_process{1}\"
                      UNION ALL SELECT MIN(start), MAX(\"end\") FROM \"{0}\".\"rocpd_region{1}\"
-                     UNION ALL SELECT MIN(timestamp), MAX(timestamp) FROM \"{0}\".\"rocpd_sample{1}\"",
+                     UNION ALL SELECT MIN(timestamp), MAX(timestamp) FROM \"{0}\".\"rocpd_sample{1}\"{counters})",
                     t.schema, t.suffix
-                ));
+                );
+                let file = self.set_files[k].clone();
+                let (lo, hi): (Option<i64>, Option<i64>) = self.with_set_connection(k, |c| {
+                    c.query_row(&q, [], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .at(&file)
+                })?;
+                bounds.0 = match (bounds.0, lo) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                bounds.1 = match (bounds.1, hi) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                };
             }
-            let q = format!("SELECT MIN(s), MAX(e) FROM ({})", parts.join(" UNION ALL "));
-            self.conn
-                .query_row(&q, [], |r| Ok((r.get(0)?, r.get(1)?)))
-                .at(&self.path())?
+            bounds
         };
         Ok(match r {
             (Some(start), Some(end)) => Some(RunBounds {
@@ -402,7 +608,10 @@ impl Profile {
                 });
             }
         }
-        schema::create_views(&self.conn, &self.sets, true, &w).at(&self.path())?;
+        match &self.fed {
+            Some(fed) => fed.0.set_window(w),
+            None => schema::create_views(&self.conn, &self.sets, true, &w).at(&self.path())?,
+        }
         self.window = w;
         Ok((w.start, w.end))
     }
@@ -504,64 +713,14 @@ impl Profile {
             return Ok(Vec::new());
         };
         let ts = &self.sets[set];
-        let path = self.path();
+        let path = self.set_files[set].clone();
         let mut cache = self.stacks.borrow_mut();
-        let mut out = Vec::new();
-        let mut cur = Some(callsite);
-        let mut guard = 0;
-        while let Some(cs) = cur {
-            guard += 1;
-            if guard > 100_000 {
-                return Err(DbError::Corrupt {
-                    path,
-                    detail: format!("call site {cs} of {guid} forms a cycle"),
-                });
-            }
-            let (parent, frame) = match cache.callsites.get(&(set, cs)) {
-                Some(v) => *v,
-                None => {
-                    let v: (Option<i64>, i64) = self
-                        .conn
-                        .prepare_cached(&format!("SELECT parent_id, frame_id FROM \"{}\".\"strobe_callsite{}\" WHERE id = ?1", ts.schema, ts.suffix))
-                        .and_then(|mut st| st.query_row([cs], |r| Ok((r.get(0)?, r.get(1)?))))
-                        .map_err(|e| classify(e, &path))?;
-                    cache.callsites.insert((set, cs), v);
-                    v
-                }
-            };
-            let f = match cache.frames.get(&(set, frame)) {
-                Some(f) => f.clone(),
-                None => {
-                    let raw: (Option<String>, i64, Option<String>, Option<String>, Option<i64>) = self
-                        .conn
-                        .prepare_cached(&format!(
-                            "SELECT M.path, F.rel_pc, F.function, F.file, F.line FROM \"{0}\".\"strobe_frame{1}\" F LEFT JOIN \"{0}\".\"strobe_module{1}\" M ON M.id = F.module_id WHERE F.id = ?1",
-                            ts.schema, ts.suffix
-                        ))
-                        .and_then(|mut st| st.query_row([frame], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))))
-                        .map_err(|e| classify(e, &path))?;
-                    let module = raw.0.map(|m| {
-                        cache
-                            .modules
-                            .entry(m.clone())
-                            .or_insert_with(|| Arc::from(m.as_str()))
-                            .clone()
-                    });
-                    let f = ResolvedFrame {
-                        module,
-                        rel_pc: raw.1 as u64,
-                        function: raw.2.map(|s| Arc::from(s.as_str())),
-                        file: raw.3.map(|s| Arc::from(s.as_str())),
-                        line: raw.4.map(|l| l as u32),
-                    };
-                    cache.frames.insert((set, frame), f.clone());
-                    f
-                }
-            };
-            out.push(f);
-            cur = parent;
+        if cache.len() > STACK_CACHE_ENTRIES {
+            *cache = StackCache::default();
         }
-        Ok(out)
+        self.with_set_connection(set, |conn| {
+            cache.resolve(conn, ts, set, guid, &path, callsite)
+        })
     }
 
     /// Counter samples ordered by timestamp.

@@ -79,15 +79,20 @@ pub fn attached_files(conn: &rusqlite::Connection) -> Result<HashMap<String, Str
 }
 
 /// A read-only connection of its own to `file`, attached as `schema` (so
-/// suffixed table names read as on the profile's connection).
-pub fn open_attached(file: &str, schema: &str) -> Result<rusqlite::Connection> {
+/// suffixed table names read as on the profile's connection; `main` opens
+/// the file itself, as a profile read in place names its sets).
+pub fn open_attached(
+    file: impl AsRef<std::path::Path>,
+    schema: &str,
+) -> Result<rusqlite::Connection> {
+    let file = file.as_ref();
+    if schema == "main" {
+        return crate::inputs::open_read_only(file);
+    }
     let conn = rusqlite::Connection::open_in_memory().map_err(qerr("open"))?;
     let att = format!("ATTACH DATABASE ?1 AS \"{schema}\"");
-    conn.execute(
-        &att,
-        [crate::inputs::read_only_uri(std::path::Path::new(file))],
-    )
-    .map_err(qerr(&att))?;
+    conn.execute(&att, [crate::inputs::read_only_uri(file)])
+        .map_err(qerr(&att))?;
     Ok(conn)
 }
 
@@ -319,13 +324,18 @@ pub struct SampleGroup {
 
 /// Per (track id, event id): samples, summed weights, samples without a
 /// weight.
-type Tally = IdMap<(i64, i64), (u64, u64, u64)>;
+pub(crate) type Tally = IdMap<(i64, i64), (u64, u64, u64)>;
 
 /// Counts one process's samples (a row-id range of them) per track and
-/// event on a connection of its own: a plain scan, no sort, weights read
-/// from `extdata` without a JSON parser.
-fn tally(file: &str, sc: &str, sf: &str, window: Window, rows: Window) -> Result<Tally> {
-    let conn = open_attached(file, sc)?;
+/// event on `conn`: a plain scan, no sort, weights read from `extdata`
+/// without a JSON parser.
+pub(crate) fn tally(
+    conn: &rusqlite::Connection,
+    sc: &str,
+    sf: &str,
+    window: Window,
+    rows: Window,
+) -> Result<Tally> {
     let sql = scan_sql(sc, sf, window, rows, false);
     let mut st = conn.prepare(&sql).map_err(qerr(&sql))?;
     let mut q = st.query([]).map_err(qerr(&sql))?;
@@ -340,109 +350,319 @@ fn tally(file: &str, sc: &str, sf: &str, window: Window, rows: Window) -> Result
     Ok(t)
 }
 
-/// The samples aggregated per (process, thread, stack), ordered by guid,
-/// pid, tid and stack, with their counts and summed weights on and off
-/// CPU. `period_ns` is what an on-CPU sample without a weight stands for
-/// (see [`crate::summary::sampling_period_ns`]). Each process (each half of
-/// a large one) is counted by a worker with its own connection, two to
-/// four at a time; memory grows with distinct stacks, never with samples.
-pub fn sample_groups(p: &Profile, period_ns: i64) -> Result<Vec<SampleGroup>> {
-    let time_kind = crate::summary::time_kind(p)?;
-    let conn = p.connection();
-    let window = p.window();
-    let files = attached_files(conn)?;
-    let sets = p.table_sets();
-    let mut work = Vec::new();
-    for (k, (ts, _)) in sets.iter().enumerate() {
-        let Some(file) = files.get(ts.schema.as_str()) else {
-            return Err(DbError::Query {
-                message: format!("schema {} has no file", ts.schema),
-                sql: String::new(),
-            });
+/// One process's samples counted per (thread, stack), and, when asked
+/// for, its stacks resolved: what [`for_each_process`] hands over.
+#[derive(Debug, Clone)]
+pub struct ProcessSamples {
+    /// The table set (see [`Profile::table_sets`]).
+    pub set: usize,
+    /// Process guid.
+    pub guid: Arc<str>,
+    /// The groups, ordered by pid, tid and stack; only groups with samples.
+    pub groups: Vec<SampleGroup>,
+    /// The frames (leaf first) of every stack of `groups`, when resolving
+    /// was asked for; empty otherwise.
+    pub stacks: IdMap<i64, Arc<[crate::ResolvedFrame]>>,
+}
+
+/// The groups of one process from its tally: OS ids, stacks and kinds
+/// looked up on `conn`; with `resolve`, its stacks resolved there too.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn map_tally(
+    conn: &rusqlite::Connection,
+    ts: &crate::schema::TableSet,
+    set: usize,
+    guid: &Arc<str>,
+    file: &std::path::Path,
+    t: Tally,
+    time_kind: SampleKind,
+    period: u64,
+    resolve: bool,
+) -> Result<ProcessSamples> {
+    let mut mapper = Mapper::new(conn, &ts.schema, &ts.suffix, time_kind)?;
+    let mut groups: std::collections::BTreeMap<(i64, i64, i64), SampleGroup> = Default::default();
+    for ((track, event), (n, w, unweighted)) in t {
+        let (pid, tid) = mapper.thread(track);
+        let (stack, kind) = if event < 0 {
+            (-1, time_kind)
+        } else {
+            mapper.event(conn, event)?
         };
-        let split = split_point(conn, &ts.schema, &format!("rocpd_sample{}", ts.suffix))?;
-        match split {
-            Some(mid) => {
-                work.push((k, file.clone(), (None, Some(mid))));
-                work.push((k, file.clone(), (Some(mid), None)));
-            }
-            None => work.push((k, file.clone(), (None, None))),
+        let g = groups
+            .entry((pid, tid, stack))
+            .or_insert_with(|| SampleGroup {
+                guid: guid.clone(),
+                pid,
+                tid,
+                stack_id: (stack >= 0).then_some(stack),
+                samples: 0,
+                cpu_ns: 0,
+                off_cpu_samples: 0,
+                off_cpu_ns: 0,
+            });
+        if kind == SampleKind::OffCpu {
+            g.off_cpu_samples += n;
+            g.off_cpu_ns += w;
+        } else if kind == time_kind {
+            g.samples += n;
+            g.cpu_ns += w + unweighted * period;
         }
     }
+    let groups: Vec<SampleGroup> = groups
+        .into_values()
+        .filter(|g| g.samples + g.off_cpu_samples > 0)
+        .collect();
+    let mut stacks = IdMap::default();
+    if resolve {
+        let mut cache = crate::reader::StackCache::default();
+        for g in &groups {
+            if let Some(id) = g.stack_id {
+                if let std::collections::hash_map::Entry::Vacant(e) = stacks.entry(id) {
+                    e.insert(Arc::from(cache.resolve(conn, ts, set, guid, file, id)?));
+                }
+            }
+        }
+    }
+    Ok(ProcessSamples {
+        set,
+        guid: guid.clone(),
+        groups,
+        stacks,
+    })
+}
+
+/// Work items counted ahead of the one handed over next, at most (their
+/// results wait in memory until their turn).
+const LOOKAHEAD: usize = 16;
+
+/// Runs `work(i)` for every `i` in `0..n` on two to four worker threads,
+/// at most [`LOOKAHEAD`] items ahead of the consumer, and hands each
+/// result to `f` in order of `i` on the calling thread. The first error
+/// (of a worker or of `f`) stops the workers and is returned.
+pub(crate) fn ordered_parallel<T: Send>(
+    n: usize,
+    work: &(dyn Fn(usize) -> Result<T> + Sync),
+    f: &mut dyn FnMut(usize, T) -> Result<()>,
+) -> Result<()> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let workers = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .clamp(2, 4)
-        .min(work.len().max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<Result<Vec<(usize, Tally)>>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| -> Result<Vec<(usize, Tally)>> {
-                    let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some((k, file, rows)) = work.get(i) else {
-                            return Ok(out);
-                        };
-                        let ts = &sets[*k].0;
-                        out.push((*k, tally(file, &ts.schema, &ts.suffix, window, *rows)?));
+        .min(n.max(1));
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    // Items handed over so far, and a condition workers wait on to stay
+    // within LOOKAHEAD of it.
+    let handed = (std::sync::Mutex::new(0usize), std::sync::Condvar::new());
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<T>)>();
+    std::thread::scope(|scope| -> Result<()> {
+        for _ in 0..workers {
+            let tx = tx.clone();
+            let (next, stop, handed) = (&next, &stop, &handed);
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    return;
+                }
+                {
+                    let (lock, cv) = handed;
+                    let mut h = lock.lock().unwrap_or_else(|e| e.into_inner());
+                    while i >= *h + LOOKAHEAD && !stop.load(Ordering::Relaxed) {
+                        h = cv.wait(h).unwrap_or_else(|e| e.into_inner());
                     }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Ok(Vec::new())))
-            .collect()
-    });
-    let mut per_set: Vec<Tally> = (0..sets.len()).map(|_| Tally::default()).collect();
-    for r in results {
-        for (k, t) in r? {
-            for (key, v) in t {
-                let e = per_set[k].entry(key).or_default();
-                e.0 += v.0;
-                e.1 += v.1;
-                e.2 += v.2;
-            }
+                }
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                // A panicking item reports an error instead of leaving the
+                // consumer waiting for it.
+                let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(i)))
+                    .unwrap_or_else(|_| {
+                        Err(DbError::Query {
+                            message: "a reader thread panicked".into(),
+                            sql: String::new(),
+                        })
+                    });
+                if tx.send((i, done)).is_err() {
+                    return;
+                }
+            });
         }
-    }
-    let period = period_ns.max(0) as u64;
-    let mut groups: std::collections::BTreeMap<(usize, i64, i64, i64), SampleGroup> =
-        Default::default();
-    for (k, t) in per_set.into_iter().enumerate() {
-        let (ts, guid) = &sets[k];
-        let guid: Arc<str> = Arc::from(guid.as_str());
-        let mut mapper = Mapper::new(conn, &ts.schema, &ts.suffix, time_kind)?;
-        for ((track, event), (n, w, unweighted)) in t {
-            let (pid, tid) = mapper.thread(track);
-            let (stack, kind) = if event < 0 {
-                (-1, time_kind)
-            } else {
-                mapper.event(conn, event)?
+        drop(tx);
+        let finish = |r: Result<()>| {
+            stop.store(true, Ordering::Relaxed);
+            handed.1.notify_all();
+            r
+        };
+        let mut pending: std::collections::BTreeMap<usize, Result<T>> = Default::default();
+        let mut i = 0;
+        while i < n {
+            let done = match pending.remove(&i) {
+                Some(d) => d,
+                None => match rx.recv() {
+                    Ok((j, d)) => {
+                        pending.insert(j, d);
+                        continue;
+                    }
+                    Err(_) => {
+                        return finish(Err(DbError::Query {
+                            message: "a reader thread stopped early".into(),
+                            sql: String::new(),
+                        }))
+                    }
+                },
             };
-            let g = groups
-                .entry((k, pid, tid, stack))
-                .or_insert_with(|| SampleGroup {
-                    guid: guid.clone(),
-                    pid,
-                    tid,
-                    stack_id: (stack >= 0).then_some(stack),
-                    samples: 0,
-                    cpu_ns: 0,
-                    off_cpu_samples: 0,
-                    off_cpu_ns: 0,
-                });
-            if kind == SampleKind::OffCpu {
-                g.off_cpu_samples += n;
-                g.off_cpu_ns += w;
-            } else if kind == time_kind {
-                g.samples += n;
-                g.cpu_ns += w + unweighted * period;
+            let step = done.and_then(|d| f(i, d));
+            if step.is_err() {
+                return finish(step);
             }
+            i += 1;
+            *handed.0.lock().unwrap_or_else(|e| e.into_inner()) = i;
+            handed.1.notify_all();
+        }
+        finish(Ok(()))
+    })
+}
+
+thread_local! {
+    /// The file a reader thread read last (path, schema name, connection):
+    /// the next process of the same file (a merged file holds many) reads
+    /// on it instead of opening the file again.
+    static LAST_FILE: std::cell::RefCell<Option<(std::path::PathBuf, String, rusqlite::Connection)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` on a connection of this thread's own to set `ts`'s file
+/// (schema named as `ts` says), inside one read transaction (one shared
+/// lock for the many small queries that follow, instead of one per
+/// statement). The connection is kept for the thread's next call on the
+/// same file.
+pub(crate) fn with_file<T>(
+    file: &std::path::Path,
+    ts: &crate::schema::TableSet,
+    f: impl FnOnce(&rusqlite::Connection) -> Result<T>,
+) -> Result<T> {
+    LAST_FILE.with(|last| {
+        let mut last = last.borrow_mut();
+        let same = last
+            .as_ref()
+            .is_some_and(|(p, s, _)| p == file && *s == ts.schema);
+        if !same {
+            *last = None;
+            let conn = open_attached(file, &ts.schema)?;
+            conn.execute_batch("BEGIN").map_err(qerr("BEGIN"))?;
+            *last = Some((file.to_path_buf(), ts.schema.clone(), conn));
+        }
+        let (_, _, conn) = last.as_ref().expect("set above");
+        f(conn)
+    })
+}
+
+/// Hands every process's samples, counted per (thread, stack) with their
+/// counts and summed weights on and off CPU (see [`SampleGroup`]), to `f`,
+/// one process at a time in table-set order, with its stacks resolved
+/// when `resolve` is set. `period_ns` is what an on-CPU sample without a
+/// weight stands for (see [`crate::summary::sampling_period_ns`]). Each
+/// process (each half of a large one, when the inputs are attached) is
+/// counted by a worker on a connection of its own, two to four at a time,
+/// at most [`LOOKAHEAD`] items ahead of the one handed over: memory grows
+/// with that many processes' distinct stacks, never with samples or with
+/// the number of processes.
+pub fn for_each_process(
+    p: &Profile,
+    period_ns: i64,
+    resolve: bool,
+    f: &mut dyn FnMut(ProcessSamples) -> Result<()>,
+) -> Result<()> {
+    let time_kind = crate::summary::time_kind(p)?;
+    let window = p.window();
+    let sets = p.table_sets();
+    let period = period_ns.max(0) as u64;
+    let files: Vec<std::path::PathBuf> = (0..sets.len())
+        .map(|k| p.set_file(k).to_path_buf())
+        .collect();
+    // Work items: (set, row-id range, whole set?). A large process is split
+    // in two halves when the inputs are attached (its split point is read
+    // on the profile's connection); its halves are combined and mapped
+    // here, on the profile's connection.
+    let mut work = Vec::new();
+    for (k, (ts, _)) in sets.iter().enumerate() {
+        let split = if p.is_federated() {
+            None
+        } else {
+            split_point(
+                p.connection(),
+                &ts.schema,
+                &format!("rocpd_sample{}", ts.suffix),
+            )?
+        };
+        match split {
+            Some(mid) => {
+                work.push((k, (None, Some(mid)), false));
+                work.push((k, (Some(mid), None), false));
+            }
+            None => work.push((k, (None, None), true)),
         }
     }
-    Ok(groups
-        .into_values()
-        .filter(|g| g.samples + g.off_cpu_samples > 0)
-        .collect())
+    let count = |i: usize| -> Result<std::result::Result<ProcessSamples, Tally>> {
+        let (k, rows, whole) = work[i];
+        let (ts, guid) = &sets[k];
+        let file = &files[k];
+        with_file(file, ts, |conn| {
+            let t = tally(conn, &ts.schema, &ts.suffix, window, rows)?;
+            if !whole {
+                return Ok(Err(t));
+            }
+            let guid: Arc<str> = Arc::from(guid.as_str());
+            Ok(Ok(map_tally(
+                conn, ts, k, &guid, file, t, time_kind, period, resolve,
+            )?))
+        })
+    };
+    let mut halves: Option<Tally> = None;
+    ordered_parallel(work.len(), &count, &mut |i, done| match done {
+        Ok(ps) => f(ps),
+        Err(t) => match halves.take() {
+            None => {
+                halves = Some(t);
+                Ok(())
+            }
+            Some(mut a) => {
+                for (key, v) in t {
+                    let e = a.entry(key).or_default();
+                    e.0 += v.0;
+                    e.1 += v.1;
+                    e.2 += v.2;
+                }
+                let k = work[i].0;
+                let (ts, guid) = &sets[k];
+                let guid: Arc<str> = Arc::from(guid.as_str());
+                f(map_tally(
+                    p.connection(),
+                    ts,
+                    k,
+                    &guid,
+                    &files[k],
+                    a,
+                    time_kind,
+                    period,
+                    resolve,
+                )?)
+            }
+        },
+    })
+}
+
+/// The samples aggregated per (process, thread, stack), ordered by guid,
+/// pid, tid and stack, with their counts and summed weights on and off
+/// CPU: every group of [`for_each_process`] in one vector (which grows
+/// with processes × threads × stacks: over many processes, fold them one
+/// process at a time with [`for_each_process`] instead).
+pub fn sample_groups(p: &Profile, period_ns: i64) -> Result<Vec<SampleGroup>> {
+    let mut out = Vec::new();
+    for_each_process(p, period_ns, false, &mut |ps| {
+        out.extend(ps.groups);
+        Ok(())
+    })?;
+    Ok(out)
 }

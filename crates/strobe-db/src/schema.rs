@@ -56,7 +56,7 @@ pub fn all_tables() -> impl Iterator<Item = &'static str> {
 /// but a file without them is still a valid profile (readers and merge take
 /// them where present; their unsuffixed views show no rows of a process
 /// that lacks them).
-pub const OPTIONAL_TABLES: [(&str, &[&str]); 5] = [
+pub const OPTIONAL_TABLES: [(&str, &[&str]); 6] = [
     (JIT_SYMBOL_TABLE, &["start", "size", "name"]),
     (
         METRIC_TABLE,
@@ -98,7 +98,25 @@ pub const OPTIONAL_TABLES: [(&str, &[&str]); 5] = [
         ],
     ),
     (CAUSAL_SAMPLE_TABLE, &["location", "count"]),
+    (
+        CLOCK_SYNC_TABLE,
+        &["phase", "local_ns", "offset_ns", "rtt_ns", "reference_rank"],
+    ),
 ];
+
+/// The table of clock comparisons with a reference process (MPI rank 0,
+/// made by the MPI wrappers at `MPI_Init` and `MPI_Finalize`): at this
+/// process's monotonic `local_ns` the reference's clock read `local_ns +
+/// offset_ns`; `rtt_ns` is the round trip that bounds the error.
+pub const CLOCK_SYNC_TABLE: &str = "strobe_clock_sync";
+
+/// `CREATE TABLE IF NOT EXISTS` for [`CLOCK_SYNC_TABLE`].
+const CLOCK_SYNC_DDL: &str = r#"
+CREATE TABLE IF NOT EXISTS "strobe_clock_sync{s}" (
+  "id" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, {GUID},
+  "phase" TEXT NOT NULL, "local_ns" BIGINT NOT NULL, "offset_ns" BIGINT NOT NULL,
+  "rtt_ns" BIGINT NOT NULL, "reference_rank" INTEGER NOT NULL);
+"#;
 
 /// The table of causal-profiling experiments (`strobe causal`): one row
 /// per experiment, what was virtually sped up, by how much, for how long
@@ -350,7 +368,7 @@ pub fn create_tables(conn: &Connection, suffix: &str, guid: &str) -> rusqlite::R
         .replace("{g}", guid);
     conn.execute_batch(&ddl)?;
     create_jit_symbol_table(conn, suffix, guid)?;
-    for ddl in [METRIC_DDL, CAUSAL_DDL] {
+    for ddl in [METRIC_DDL, CAUSAL_DDL, CLOCK_SYNC_DDL] {
         conn.execute_batch(
             &ddl.replace("{GUID}", GUID)
                 .replace("{s}", suffix)

@@ -16,6 +16,79 @@ use serde::Serialize;
 use crate::error::{Result, SqlContext};
 use crate::reader::Profile;
 
+/// Which tables [`tables`] computes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Want {
+    /// Region statistics (and, with counters, the region counter sums).
+    pub regions: bool,
+    /// Sampled functions (and, with counters, the function counter sums).
+    pub functions: bool,
+    /// Threads.
+    pub threads: bool,
+    /// One set of rows per process.
+    pub by_process: bool,
+}
+
+/// Every table `strobe summary` prints.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tables {
+    /// [`region_summary`], when asked for.
+    pub regions: Option<Vec<StatRow>>,
+    /// [`function_summary`], when asked for.
+    pub functions: Option<Vec<FunctionRow>>,
+    /// [`thread_summary`], when asked for.
+    pub threads: Option<Vec<ThreadRow>>,
+    /// [`profile_counters`].
+    pub counters: Vec<(String, String)>,
+    /// [`stored_metrics`], when the profile read counters per thread
+    /// (empty otherwise).
+    pub metrics: Vec<StoredMetric>,
+    /// [`region_counter_summary`], with regions and counters.
+    pub region_counters: Option<Vec<CounterSumRow>>,
+    /// [`function_counter_summary`], with functions and counters.
+    pub function_counters: Option<Vec<CounterSumRow>>,
+}
+
+/// Every table `want` asks for. For a profile read in place (more than
+/// [`crate::reader::MAX_ATTACHED`] files) they are computed in one pass
+/// over its processes, each database opened once
+/// ([`crate::summary_fold`]); otherwise by the functions of this module,
+/// one query each. Both give the same rows (sums of floating-point counter
+/// values may differ in their last bits: they are added in another order).
+pub fn tables(p: &Profile, want: Want) -> Result<Tables> {
+    if let Some(fed) = p.federation() {
+        return crate::summary_fold::tables(p, fed, want);
+    }
+    let counters = profile_counters(p)?;
+    let has_counters = !counters.is_empty();
+    Ok(Tables {
+        regions: want
+            .regions
+            .then(|| region_summary(p, want.by_process))
+            .transpose()?,
+        functions: want
+            .functions
+            .then(|| function_summary(p, want.by_process))
+            .transpose()?,
+        threads: want
+            .threads
+            .then(|| thread_summary(p, want.by_process))
+            .transpose()?,
+        metrics: if has_counters {
+            stored_metrics(p)?
+        } else {
+            Vec::new()
+        },
+        region_counters: (want.regions && has_counters)
+            .then(|| region_counter_summary(p, &counters, want.by_process))
+            .transpose()?,
+        function_counters: (want.functions && has_counters)
+            .then(|| function_counter_summary(p, &counters, want.by_process))
+            .transpose()?,
+        counters,
+    })
+}
+
 /// One row of a duration summary (regions).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StatRow {
@@ -133,8 +206,21 @@ pub fn duration_summary(
     dur_col: &str,
     by_process: bool,
 ) -> Result<Vec<StatRow>> {
-    let conn = p.connection();
     let path = p.files().first().cloned().unwrap_or_default();
+    duration_summary_on(p.connection(), &path, view, name_col, dur_col, by_process)
+}
+
+/// [`duration_summary`] over a view or table of `conn` (errors name
+/// `path`): `view` needs a `guid` and a `pid` column with `by_process`.
+pub(crate) fn duration_summary_on(
+    conn: &rusqlite::Connection,
+    path: &std::path::Path,
+    view: &str,
+    name_col: &str,
+    dur_col: &str,
+    by_process: bool,
+) -> Result<Vec<StatRow>> {
+    let path = path.to_path_buf();
     let g = if by_process { "guid" } else { "NULL" };
     let pid = if by_process { "MIN(pid)" } else { "NULL" };
     let mut accs: HashMap<GroupKey, Acc> = HashMap::new();
@@ -240,14 +326,14 @@ pub fn duration_summary(
 
 /// Samples and the time they stand for, on and off CPU.
 #[derive(Debug, Clone, Copy, Default)]
-struct Weights {
-    samples: u64,
-    ns: u64,
-    off_cpu_ns: u64,
+pub(crate) struct Weights {
+    pub(crate) samples: u64,
+    pub(crate) ns: u64,
+    pub(crate) off_cpu_ns: u64,
 }
 
 impl Weights {
-    fn add(&mut self, w: &Weights) {
+    pub(crate) fn add(&mut self, w: &Weights) {
         self.samples += w.samples;
         self.ns += w.ns;
         self.off_cpu_ns += w.off_cpu_ns;
@@ -289,8 +375,10 @@ pub fn time_kind(p: &Profile) -> Result<crate::SampleKind> {
                 && exists("SELECT EXISTS (SELECT 1 FROM strobe_samples WHERE kind = ?1)")?,
         )
     };
+    // CPU first: found in the first process, it settles the answer
+    // without looking for real-time samples in every other.
     Ok(
-        if has(crate::SampleKind::Wall)? && !has(crate::SampleKind::Cpu)? {
+        if !has(crate::SampleKind::Cpu)? && has(crate::SampleKind::Wall)? {
             crate::SampleKind::Wall
         } else {
             crate::SampleKind::Cpu
@@ -302,15 +390,18 @@ pub fn time_kind(p: &Profile) -> Result<crate::SampleKind> {
 /// `sampling_cputime_freq` or `sampling_freq` in `strobe_settings`,
 /// else the default 250 Hz.
 pub fn sampling_period_ns(p: &Profile) -> i64 {
-    let freq: Option<String> = p
-        .connection()
-        .query_row(
-            "SELECT value FROM strobe_settings WHERE name IN ('sampling_cputime_freq','sampling_freq')
-             ORDER BY name = 'sampling_cputime_freq' DESC LIMIT 1",
-            [],
-            |r| r.get(0),
-        )
-        .ok();
+    // The first process's, the CPU-time timer's first: each query stops
+    // at its first row (no sort over every process's settings).
+    let first = |name: &str| -> Option<String> {
+        p.connection()
+            .query_row(
+                "SELECT value FROM strobe_settings WHERE name = ?1 LIMIT 1",
+                [name],
+                |r| r.get(0),
+            )
+            .ok()
+    };
+    let freq = first("sampling_cputime_freq").or_else(|| first("sampling_freq"));
     let hz = freq
         .and_then(|f| {
             f.trim()
@@ -329,24 +420,26 @@ pub fn sampling_period_ns(p: &Profile) -> i64 {
 /// the group's weights.
 type WeightGroup = (String, i64, Option<i64>, Weights);
 
-/// The sample weights grouped by process and thread (`by_thread`) or by
-/// process and stack, from [`crate::scan::sample_groups`] (a sample
-/// without a recorded weight counts one sampling period, as in the
-/// exports).
-fn grouped_weights(p: &Profile, by_thread: bool) -> Result<Vec<WeightGroup>> {
+/// The sample weights grouped by process and thread, from
+/// [`crate::scan::for_each_process`] (a sample without a recorded weight
+/// counts one sampling period, as in the exports). Memory grows with
+/// threads, one process's stacks at a time.
+fn thread_weights(p: &Profile) -> Result<Vec<WeightGroup>> {
     let mut out: std::collections::BTreeMap<(String, Option<i64>), (i64, Weights)> =
         Default::default();
-    for g in crate::scan::sample_groups(p, sampling_period_ns(p))? {
-        let key = if by_thread { Some(g.tid) } else { g.stack_id };
-        let e = out
-            .entry((g.guid.to_string(), key))
-            .or_insert((g.pid, Weights::default()));
-        e.1.add(&Weights {
-            samples: g.samples,
-            ns: g.cpu_ns,
-            off_cpu_ns: g.off_cpu_ns,
-        });
-    }
+    crate::scan::for_each_process(p, sampling_period_ns(p), false, &mut |ps| {
+        for g in ps.groups {
+            let e = out
+                .entry((g.guid.to_string(), Some(g.tid)))
+                .or_insert((g.pid, Weights::default()));
+            e.1.add(&Weights {
+                samples: g.samples,
+                ns: g.cpu_ns,
+                off_cpu_ns: g.off_cpu_ns,
+            });
+        }
+        Ok(())
+    })?;
     Ok(out
         .into_iter()
         .map(|((guid, key), (pid, w))| (guid, pid, key, w))
@@ -355,71 +448,119 @@ fn grouped_weights(p: &Profile, by_thread: bool) -> Result<Vec<WeightGroup>> {
 
 /// Sampled functions: self and inclusive samples and time per function
 /// name, on and off CPU (per process with `by_process`), sorted by self
-/// time, then inclusive.
+/// time, then inclusive. The processes are folded in one at a time (see
+/// [`crate::scan::for_each_process`]): memory grows with distinct names
+/// (per process with `by_process`), never with the number of processes.
 pub fn function_summary(p: &Profile, by_process: bool) -> Result<Vec<FunctionRow>> {
-    let mut selfw: HashMap<(Option<String>, String), Weights> = HashMap::new();
-    let mut incl: HashMap<(Option<String>, String), Weights> = HashMap::new();
-    let mut totals: HashMap<Option<String>, Weights> = HashMap::new();
-    let mut pids: HashMap<String, i64> = HashMap::new();
-    let mut names = HashSet::new();
-    for (guid, pid, stack, w) in grouped_weights(p, false)? {
-        pids.insert(guid.clone(), pid);
-        let gk = by_process.then(|| guid.clone());
-        totals.entry(gk.clone()).or_default().add(&w);
-        let frames = match stack {
-            Some(s) => p.resolve_stack(&guid, s)?,
-            None => Vec::new(),
-        };
-        let leaf = frames
-            .first()
-            .map_or_else(|| "[no stack]".to_string(), |f| f.display_name());
-        selfw.entry((gk.clone(), leaf.clone())).or_default().add(&w);
-        names.clear();
-        if frames.is_empty() {
-            names.insert(leaf);
+    let mut fold = FunctionFold::default();
+    crate::scan::for_each_process(p, sampling_period_ns(p), true, &mut |ps| {
+        fold.add(&ps, by_process);
+        Ok(())
+    })?;
+    Ok(fold.finish())
+}
+
+/// Self and inclusive weights per function name, folded in one process
+/// at a time (what [`function_summary`] computes).
+#[derive(Default)]
+pub(crate) struct FunctionFold {
+    selfw: HashMap<(Option<String>, String), Weights>,
+    incl: HashMap<(Option<String>, String), Weights>,
+    totals: HashMap<Option<String>, Weights>,
+    pids: HashMap<String, i64>,
+    names: HashSet<String>,
+}
+
+impl FunctionFold {
+    /// Adds one process's sample groups (its stacks resolved).
+    pub(crate) fn add(&mut self, ps: &crate::scan::ProcessSamples, by_process: bool) {
+        // Per stack, the threads together (the pid of its first group).
+        let mut per_stack: std::collections::BTreeMap<Option<i64>, (i64, Weights)> =
+            Default::default();
+        for g in &ps.groups {
+            per_stack
+                .entry(g.stack_id)
+                .or_insert((g.pid, Weights::default()))
+                .1
+                .add(&Weights {
+                    samples: g.samples,
+                    ns: g.cpu_ns,
+                    off_cpu_ns: g.off_cpu_ns,
+                });
         }
-        for f in &frames {
-            names.insert(f.display_name());
-        }
-        for name in names.drain() {
-            incl.entry((gk.clone(), name)).or_default().add(&w);
+        let guid = ps.guid.to_string();
+        for (stack, (pid, w)) in per_stack {
+            self.pids.insert(guid.clone(), pid);
+            let gk = by_process.then(|| guid.clone());
+            self.totals.entry(gk.clone()).or_default().add(&w);
+            let frames: &[crate::ResolvedFrame] = stack
+                .and_then(|s| ps.stacks.get(&s))
+                .map_or(&[], |f| &f[..]);
+            let leaf = frames
+                .first()
+                .map_or_else(|| "[no stack]".to_string(), |f| f.display_name());
+            self.selfw
+                .entry((gk.clone(), leaf.clone()))
+                .or_default()
+                .add(&w);
+            self.names.clear();
+            if frames.is_empty() {
+                self.names.insert(leaf);
+            }
+            for f in frames {
+                self.names.insert(f.display_name());
+            }
+            for name in self.names.drain() {
+                self.incl.entry((gk.clone(), name)).or_default().add(&w);
+            }
         }
     }
-    let mut out: Vec<FunctionRow> = incl
-        .into_iter()
-        .map(|((guid, name), total)| {
-            let own = selfw
-                .get(&(guid.clone(), name.clone()))
-                .copied()
-                .unwrap_or_default();
-            let all = totals.get(&guid).copied().unwrap_or_default();
-            FunctionRow {
-                pid: guid.as_ref().and_then(|g| pids.get(g).copied()),
-                self_samples: own.samples,
-                self_ns: own.ns,
-                self_pct: own.pct_of(&all),
-                total_samples: total.samples,
-                total_ns: total.ns,
-                total_pct: total.pct_of(&all),
-                off_cpu_self_ns: own.off_cpu_ns,
-                off_cpu_total_ns: total.off_cpu_ns,
-                guid,
-                name,
-            }
-        })
-        .collect();
-    // Wall-clock order: time on and off CPU together (just on-CPU time,
-    // or samples, when nothing was recorded off CPU).
-    out.sort_by(|a, b| {
-        a.guid
-            .cmp(&b.guid)
-            .then((b.self_ns + b.off_cpu_self_ns).cmp(&(a.self_ns + a.off_cpu_self_ns)))
-            .then(b.self_samples.cmp(&a.self_samples))
-            .then((b.total_ns + b.off_cpu_total_ns).cmp(&(a.total_ns + a.off_cpu_total_ns)))
-            .then(b.total_samples.cmp(&a.total_samples))
-            .then(a.name.cmp(&b.name))
-    });
-    Ok(out)
+
+    /// The rows, sorted by self time, then inclusive.
+    pub(crate) fn finish(self) -> Vec<FunctionRow> {
+        let FunctionFold {
+            selfw,
+            incl,
+            totals,
+            pids,
+            ..
+        } = self;
+        let mut out: Vec<FunctionRow> = incl
+            .into_iter()
+            .map(|((guid, name), total)| {
+                let own = selfw
+                    .get(&(guid.clone(), name.clone()))
+                    .copied()
+                    .unwrap_or_default();
+                let all = totals.get(&guid).copied().unwrap_or_default();
+                FunctionRow {
+                    pid: guid.as_ref().and_then(|g| pids.get(g).copied()),
+                    self_samples: own.samples,
+                    self_ns: own.ns,
+                    self_pct: own.pct_of(&all),
+                    total_samples: total.samples,
+                    total_ns: total.ns,
+                    total_pct: total.pct_of(&all),
+                    off_cpu_self_ns: own.off_cpu_ns,
+                    off_cpu_total_ns: total.off_cpu_ns,
+                    guid,
+                    name,
+                }
+            })
+            .collect();
+        // Wall-clock order: time on and off CPU together (just on-CPU time,
+        // or samples, when nothing was recorded off CPU).
+        out.sort_by(|a, b| {
+            a.guid
+                .cmp(&b.guid)
+                .then((b.self_ns + b.off_cpu_self_ns).cmp(&(a.self_ns + a.off_cpu_self_ns)))
+                .then(b.self_samples.cmp(&a.self_samples))
+                .then((b.total_ns + b.off_cpu_total_ns).cmp(&(a.total_ns + a.off_cpu_total_ns)))
+                .then(b.total_samples.cmp(&a.total_samples))
+                .then(a.name.cmp(&b.name))
+        });
+        out
+    }
 }
 
 /// Per-thread totals: samples (and share), regions and their summed time,
@@ -456,7 +597,7 @@ pub fn thread_summary(p: &Profile, by_process: bool) -> Result<Vec<ThreadRow>> {
             );
         }
     }
-    for (guid, _, tid, w) in grouped_weights(p, true)? {
+    for (guid, _, tid, w) in thread_weights(p)? {
         if let Some(t) = rows.get_mut(&(guid, tid.unwrap_or(-1))) {
             t.samples = w.samples;
             t.sampled_ns = w.ns;
@@ -479,6 +620,15 @@ pub fn thread_summary(p: &Profile, by_process: bool) -> Result<Vec<ThreadRow>> {
             }
         }
     }
+    Ok(finish_threads(rows, by_process))
+}
+
+/// The thread rows with their shares, sorted (what [`thread_summary`]
+/// returns).
+pub(crate) fn finish_threads(
+    rows: HashMap<(String, i64), ThreadRow>,
+    by_process: bool,
+) -> Vec<ThreadRow> {
     let weights = |t: &ThreadRow| Weights {
         samples: t.samples,
         ns: t.sampled_ns,
@@ -508,8 +658,10 @@ pub fn thread_summary(p: &Profile, by_process: bool) -> Result<Vec<ThreadRow>> {
             .then(b.region_total_ns.cmp(&a.region_total_ns))
             .then(a.pid.cmp(&b.pid))
             .then(a.tid.cmp(&b.tid))
+            // Processes of different nodes share pids.
+            .then(a.guid.cmp(&b.guid))
     });
-    Ok(out)
+    out
 }
 
 /// The counters a profile read per thread (`sampling_events`, see
@@ -572,7 +724,7 @@ pub fn region_counter_summary(
     let mut st = p
         .connection()
         .prepare(&format!(
-            "SELECT {g}, MIN(pid), name, counter, SUM(value), COUNT(DISTINCT region_id) \
+            "SELECT {g}, MIN(pid), name, counter, SUM(value), COUNT(DISTINCT guid || ':' || region_id) \
              FROM strobe_region_counters GROUP BY 1, 3, 4"
         ))
         .at(&path)?;
@@ -613,65 +765,88 @@ pub fn function_counter_summary(
     counters: &[(String, String)],
     by_process: bool,
 ) -> Result<Vec<CounterSumRow>> {
-    let path = p.files().first().cloned().unwrap_or_default();
-    let mut grouped: Vec<(String, i64, Option<i64>, String, f64, i64)> = Vec::new();
-    {
-        let mut st = p
-            .connection()
-            .prepare(
-                "SELECT CS.guid, MIN(P.pid), E.stack_id, PI.name, SUM(CS.value), COUNT(*) \
-                 FROM strobe_counter_sample CS \
-                   JOIN rocpd_info_pmc PI ON PI.id = CS.pmc_id AND PI.guid = CS.guid \
-                   JOIN rocpd_info_process P ON P.id = PI.pid AND P.guid = PI.guid \
-                   JOIN rocpd_sample S ON S.track_id = CS.track_id \
-                     AND S.timestamp = CS.timestamp AND S.guid = CS.guid \
-                   JOIN rocpd_event E ON E.id = S.event_id AND E.guid = S.guid \
-                 WHERE json_extract(PI.extdata, '$.strobe') = 'sampling_events' \
-                 GROUP BY CS.guid, E.stack_id, PI.name",
-            )
-            .at(&path)?;
-        let mut rows = st.query([]).at(&path)?;
-        while let Some(r) = rows.next().at(&path)? {
-            grouped.push((
-                r.get(0).at(&path)?,
-                r.get(1).at(&path)?,
-                r.get(2).at(&path)?,
-                r.get(3).at(&path)?,
-                r.get(4).at(&path)?,
-                r.get(5).at(&path)?,
-            ));
-        }
+    // One process at a time, on its own tables (the join needs SQLite's
+    // automatic index on each process's samples; across every process at
+    // once it would be one join over all of them), in guid order.
+    let (lo, hi) = p.window();
+    let mut window = Vec::new();
+    if let Some(lo) = lo {
+        window.push(format!("CS.timestamp >= {lo}"));
     }
+    if let Some(hi) = hi {
+        window.push(format!("CS.timestamp <= {hi}"));
+    }
+    let window: String = window.iter().map(|w| format!(" AND {w}")).collect();
+    let mut sets: Vec<(usize, crate::schema::TableSet, String)> = p
+        .table_sets()
+        .into_iter()
+        .enumerate()
+        .map(|(k, (ts, guid))| (k, ts, guid))
+        .collect();
+    sets.sort_by(|a, b| a.2.cmp(&b.2));
     let mut out: std::collections::BTreeMap<(Option<String>, String), CounterSumRow> =
         Default::default();
+    let mut grouped: Vec<(String, i64, Option<i64>, String, f64, i64)> = Vec::new();
     // Samples per (process, leaf), counted once (every counter's row has
-    // the same samples).
+    // the same samples); kept for one process at a time.
     let mut counted: HashSet<(String, Option<i64>)> = HashSet::new();
-    for (guid, pid, stack, counter, sum, n) in grouped {
-        let Some(i) = counters.iter().position(|(c, _)| *c == counter) else {
-            continue;
-        };
-        let frames = match stack {
-            Some(s) => p.resolve_stack(&guid, s)?,
-            None => Vec::new(),
-        };
-        let leaf = frames
-            .first()
-            .map_or_else(|| "[no stack]".to_string(), |f| f.display_name());
-        let gk = by_process.then(|| guid.clone());
-        let row = out
-            .entry((gk.clone(), leaf.clone()))
-            .or_insert_with(|| CounterSumRow {
-                pid: by_process.then_some(pid),
-                guid: gk,
-                name: leaf,
-                count: 0,
-                sums: vec![None; counters.len()],
-            });
-        if counted.insert((guid, stack)) {
-            row.count += n.max(0) as u64;
+    for (k, ts, guid) in &sets {
+        grouped.clear();
+        counted.clear();
+        let (sc, sf) = (&ts.schema, &ts.suffix);
+        let sql = format!(
+            "SELECT MIN(P.pid), E.stack_id, PI.name, SUM(CS.value), COUNT(*) \
+             FROM \"{sc}\".\"strobe_counter_sample{sf}\" CS \
+               JOIN \"{sc}\".\"rocpd_info_pmc{sf}\" PI ON PI.id = CS.pmc_id \
+               JOIN \"{sc}\".\"rocpd_info_process{sf}\" P ON P.id = PI.pid \
+               JOIN \"{sc}\".\"rocpd_sample{sf}\" S ON S.track_id = CS.track_id \
+                 AND S.timestamp = CS.timestamp \
+               JOIN \"{sc}\".\"rocpd_event{sf}\" E ON E.id = S.event_id \
+             WHERE json_extract(PI.extdata, '$.strobe') = 'sampling_events'{window} \
+             GROUP BY E.stack_id, PI.name"
+        );
+        let path = p.set_file(*k).to_path_buf();
+        p.with_set_connection(*k, |conn| {
+            let mut st = conn.prepare_cached(&sql).at(&path)?;
+            let mut rows = st.query([]).at(&path)?;
+            while let Some(r) = rows.next().at(&path)? {
+                grouped.push((
+                    guid.clone(),
+                    r.get(0).at(&path)?,
+                    r.get(1).at(&path)?,
+                    r.get(2).at(&path)?,
+                    r.get(3).at(&path)?,
+                    r.get(4).at(&path)?,
+                ));
+            }
+            Ok(())
+        })?;
+        for (guid, pid, stack, counter, sum, n) in grouped.drain(..) {
+            let Some(i) = counters.iter().position(|(c, _)| *c == counter) else {
+                continue;
+            };
+            let frames = match stack {
+                Some(s) => p.resolve_stack(&guid, s)?,
+                None => Vec::new(),
+            };
+            let leaf = frames
+                .first()
+                .map_or_else(|| "[no stack]".to_string(), |f| f.display_name());
+            let gk = by_process.then(|| guid.clone());
+            let row = out
+                .entry((gk.clone(), leaf.clone()))
+                .or_insert_with(|| CounterSumRow {
+                    pid: by_process.then_some(pid),
+                    guid: gk,
+                    name: leaf,
+                    count: 0,
+                    sums: vec![None; counters.len()],
+                });
+            if counted.insert((guid, stack)) {
+                row.count += n.max(0) as u64;
+            }
+            add_sum(row, i, Some(sum));
         }
-        add_sum(row, i, Some(sum));
     }
     Ok(out.into_values().collect())
 }

@@ -344,6 +344,21 @@ pub struct Arg<'a> {
     pub value: &'a str,
 }
 
+/// One clock comparison (a `strobe_clock_sync` row).
+#[derive(Debug, Clone, Copy)]
+pub struct ClockSync<'a> {
+    /// `init` or `finalize`.
+    pub phase: &'a str,
+    /// This process's `CLOCK_MONOTONIC` at the comparison.
+    pub local_ns: u64,
+    /// The reference's clock minus this process's.
+    pub offset_ns: i64,
+    /// The round trip of the exchange.
+    pub rtt_ns: u64,
+    /// The reference process's MPI rank.
+    pub reference_rank: i32,
+}
+
 /// A timed region on one thread (`rocpd_region` + its `rocpd_event`).
 #[derive(Debug, Clone, Copy)]
 pub struct Region<'a> {
@@ -1302,6 +1317,29 @@ impl Writer {
             }
         }
         self.end_row(counts.len())
+    }
+
+    /// Appends a clock comparison with the reference process
+    /// (`strobe_clock_sync`; see [`crate::schema::CLOCK_SYNC_TABLE`]).
+    pub fn clock_sync(&mut self, c: &ClockSync<'_>) -> Result<()> {
+        self.begin_row()?;
+        let sql = format!(
+            "INSERT INTO \"strobe_clock_sync{}\" (phase, local_ns, offset_ns, rtt_ns, reference_rank) VALUES (?1, ?2, ?3, ?4, ?5)",
+            self.suffix
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut st| {
+                st.execute(params![
+                    c.phase,
+                    i(c.local_ns),
+                    c.offset_ns,
+                    i(c.rtt_ns),
+                    c.reference_rank
+                ])
+            })
+            .at(&self.path)?;
+        self.end_row(1)
     }
 
     /// Appends one point of a counter's time series (`strobe_counter_sample`),

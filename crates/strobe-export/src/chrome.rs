@@ -187,10 +187,10 @@ fn args(b: &mut Vec<u8>, args: &[(String, String, String)], corr_id: Option<i64>
 /// Processes by guid: their index and their time shift, found without
 /// hashing while rows keep coming from the same process.
 struct Guids {
-    shifts: HashMap<String, i64>,
+    shifts: HashMap<String, source::Shift>,
     base: i64,
     index: HashMap<Arc<str>, usize>,
-    shift: Vec<i64>,
+    shift: Vec<source::Shift>,
     last: Option<(Arc<str>, usize)>,
 }
 
@@ -221,7 +221,7 @@ impl Guids {
     fn insert(&mut self, guid: Arc<str>) -> usize {
         let i = self.shift.len();
         self.shift
-            .push(self.shifts.get(&*guid).copied().unwrap_or(0));
+            .push(self.shifts.get(&*guid).copied().unwrap_or_default());
         self.index.insert(guid, i);
         i
     }
@@ -229,7 +229,7 @@ impl Guids {
     /// `ns` of process `i` on the common time base, relative to the
     /// earliest process start (ns).
     fn at(&self, i: usize, ns: i64) -> i64 {
-        ns.saturating_add(self.shift[i]).saturating_sub(self.base)
+        (ns + self.shift[i]).saturating_sub(self.base)
     }
 }
 

@@ -25,7 +25,7 @@ pub enum ExportError {
     Io(#[from] std::io::Error),
     /// A format name that strobe does not know.
     #[error(
-        "unknown output format '{0}' (known: pftrace, json, folded, svg, pprof, firefox, csv)"
+        "unknown output format '{0}' (known: pftrace, json, folded, svg, pprof, firefox, csv, parquet)"
     )]
     UnknownFormat(String),
     /// The profile holds nothing the chosen format can show.

@@ -260,7 +260,7 @@ struct FxThread {
     end: Option<u64>,
     is_main: bool,
     /// The process's clock shift (ns).
-    shift: i64,
+    shift: source::Shift,
     /// The first of its [`COLUMNS`] spool columns.
     col: usize,
     /// String → index in its string array (forgotten past the budget).
@@ -301,7 +301,7 @@ struct Fx<'p> {
     string_bytes: usize,
     procs: Vec<FxProcess>,
     /// Process guid → (process, pid, clock shift); the last of a guid wins.
-    by_guid: HashMap<String, (usize, i64, i64)>,
+    by_guid: HashMap<String, (usize, i64, source::Shift)>,
     threads: Vec<FxThread>,
     /// tid → (guid, thread) of the threads with that tid.
     index: FastMap<i64, Vec<(Arc<str>, usize)>>,
@@ -385,7 +385,7 @@ impl FxThread {
 impl<'p> Fx<'p> {
     /// Nanoseconds of a process's clock → nanoseconds since the start.
     #[inline]
-    fn ts(&self, shift: i64, ns: i64) -> u64 {
+    fn ts(&self, shift: source::Shift, ns: i64) -> u64 {
         (ns + shift - self.base).max(0) as u64
     }
 
@@ -579,7 +579,7 @@ fn write_with<W: Write>(p: &Profile, out: W, limits: Limits) -> Result<FirefoxSt
     };
     let mut used_pids = HashMap::new();
     for q in &procs {
-        let shift = shifts.get(&q.guid).copied().unwrap_or(0);
+        let shift = shifts.get(&q.guid).copied().unwrap_or_default();
         fx.by_guid
             .insert(q.guid.clone(), (fx.procs.len(), q.pid, shift));
         fx.procs.push(FxProcess {

@@ -89,49 +89,56 @@ fn fold(p: &Profile, opt: FoldOptions) -> Result<Folded> {
         samples: 0,
     };
     let mut line = String::new();
-    let mut stacks = crate::samples::StackCache::default();
-    for g in strobe_db::scan::sample_groups(p, period)? {
-        let on = g.samples > 0;
-        let off = opt.off_cpu && g.off_cpu_samples > 0;
-        if !on && !off {
-            continue;
-        }
-        line.clear();
-        if opt.per_process || opt.per_thread {
-            line.push_str(pname.get(&*g.guid).map(String::as_str).unwrap_or("process"));
-            line.push(';');
-        }
-        if opt.per_thread {
-            match tname.get(&(g.guid.to_string(), g.tid)) {
-                Some(t) => line.push_str(t),
-                None => line.push_str(&format!("thread (tid {})", g.tid)),
+    // One process at a time, its stacks resolved by the reader.
+    strobe_db::scan::for_each_process(p, period, true, &mut |ps| {
+        for g in &ps.groups {
+            let on = g.samples > 0;
+            let off = opt.off_cpu && g.off_cpu_samples > 0;
+            if !on && !off {
+                continue;
             }
-            line.push(';');
-        }
-        let frames = match g.stack_id {
-            Some(s) => stacks.get(p, &g.guid, s)?,
-            None => std::sync::Arc::from(Vec::new()),
-        };
-        if frames.is_empty() {
-            line.push_str("[no stack]");
-        }
-        for (k, f) in frames.iter().rev().enumerate() {
-            if k > 0 {
+            line.clear();
+            if opt.per_process || opt.per_thread {
+                line.push_str(pname.get(&*g.guid).map(String::as_str).unwrap_or("process"));
                 line.push(';');
             }
-            line.push_str(&clean(&source::frame_name(f)));
+            if opt.per_thread {
+                match tname.get(&(g.guid.to_string(), g.tid)) {
+                    Some(t) => line.push_str(t),
+                    None => line.push_str(&format!("thread (tid {})", g.tid)),
+                }
+                line.push(';');
+            }
+            let frames = match g.stack_id {
+                Some(s) => ps
+                    .stacks
+                    .get(&s)
+                    .cloned()
+                    .unwrap_or_else(|| std::sync::Arc::from(Vec::new())),
+                None => std::sync::Arc::from(Vec::new()),
+            };
+            if frames.is_empty() {
+                line.push_str("[no stack]");
+            }
+            for (k, f) in frames.iter().rev().enumerate() {
+                if k > 0 {
+                    line.push(';');
+                }
+                line.push_str(&clean(&source::frame_name(f)));
+            }
+            if on {
+                *out.ns.entry(line.clone()).or_insert(0) += g.cpu_ns;
+                out.samples += g.samples;
+            }
+            if off {
+                line.push(';');
+                line.push_str(OFF_CPU_FRAME);
+                *out.ns.entry(line.clone()).or_insert(0) += g.off_cpu_ns;
+                out.samples += g.off_cpu_samples;
+            }
         }
-        if on {
-            *out.ns.entry(line.clone()).or_insert(0) += g.cpu_ns;
-            out.samples += g.samples;
-        }
-        if off {
-            line.push(';');
-            line.push_str(OFF_CPU_FRAME);
-            *out.ns.entry(line.clone()).or_insert(0) += g.off_cpu_ns;
-            out.samples += g.off_cpu_samples;
-        }
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 

@@ -23,11 +23,14 @@ pub enum Format {
     Firefox,
     /// CSV files, one per table (`csv`).
     Csv,
+    /// A Parquet dataset: a directory, one sub-directory per table
+    /// (`parquet`).
+    Parquet,
 }
 
 impl Format {
     /// Every format, in the order `strobe convert --help` lists them.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::Perfetto,
         Format::Chrome,
         Format::Folded,
@@ -35,6 +38,7 @@ impl Format {
         Format::Pprof,
         Format::Firefox,
         Format::Csv,
+        Format::Parquet,
     ];
 
     /// The canonical name.
@@ -47,10 +51,12 @@ impl Format {
             Format::Pprof => "pprof",
             Format::Firefox => "firefox",
             Format::Csv => "csv",
+            Format::Parquet => "parquet",
         }
     }
 
-    /// The file name suffix of the output (CSV writes one file per table).
+    /// The file name suffix of the output (CSV writes one file per table;
+    /// Parquet a directory named so).
     pub fn extension(self) -> &'static str {
         match self {
             Format::Perfetto => ".pftrace",
@@ -60,6 +66,7 @@ impl Format {
             Format::Pprof => ".pb.gz",
             Format::Firefox => ".firefox.json",
             Format::Csv => ".csv",
+            Format::Parquet => ".parquet",
         }
     }
 }
@@ -75,6 +82,7 @@ impl FromStr for Format {
             "pprof" => Format::Pprof,
             "firefox" | "fxprof" | "gecko" => Format::Firefox,
             "csv" => Format::Csv,
+            "parquet" | "pq" => Format::Parquet,
             _ => return Err(ExportError::UnknownFormat(s.to_string())),
         })
     }

@@ -7,7 +7,8 @@
 //! [`perfetto::PerfettoWriter`]), [`chrome::write_chrome`],
 //! [`folded::write_folded`], [`folded::write_flamegraph`],
 //! [`folded::write_diff_flamegraph`], [`pprof::write_pprof`],
-//! [`firefox::write_firefox`] and [`csv::write_csv`]. They read the
+//! [`firefox::write_firefox`], [`csv::write_csv`] and
+//! [`parquet::write_parquet`] (a directory: a Parquet dataset). They read the
 //! profile through streaming, time-ordered queries ([`source`]) and never
 //! hold a trace in memory. The crate never prints and never chooses file
 //! names beyond [`format::Format::extension`].
@@ -22,6 +23,7 @@ pub mod firefox;
 pub mod folded;
 pub mod format;
 mod jsonw;
+pub mod parquet;
 pub mod perfetto;
 pub mod pprof;
 mod runsort;

@@ -211,114 +211,121 @@ pub fn write_pprof<W: Write>(p: &Profile, out: W) -> Result<PprofStats> {
     let mut mappings: HashMap<(String, Arc<str>), u64> = HashMap::new();
     let mut functions: HashMap<String, u64> = HashMap::new();
     let mut locations: HashMap<source::FrameKey, u64> = HashMap::new();
-    let groups = strobe_db::scan::sample_groups(p, period)?;
     let mut st = PprofStats {
         period_ns: period,
         ..Default::default()
     };
-    let mut stacks = crate::samples::StackCache::default();
-    for g in groups {
-        let (pid, tid, stack) = (g.pid, g.tid, g.stack_id);
-        let guid = g.guid.to_string();
-        let frames = match stack {
-            Some(id) => stacks.get(p, &g.guid, id)?,
-            None => std::sync::Arc::from(Vec::new()),
-        };
-        let mut loc_ids = Vec::with_capacity(frames.len());
-        for f in frames.iter() {
-            let key = (guid.clone(), f.module.clone(), f.rel_pc, f.function.clone());
-            let id = match locations.get(&key) {
-                Some(i) => *i,
-                None => {
-                    let name = source::frame_name(f);
-                    let fid = match functions.get(&name) {
-                        Some(i) => *i,
-                        None => {
-                            let id = prof.function.len() as u64 + 1;
-                            let n = s.get(&name);
-                            let file = f.file.as_deref().map(|x| s.get(x)).unwrap_or(0);
-                            prof.function.push(Function {
-                                id,
-                                name: n,
-                                system_name: n,
-                                filename: file,
-                            });
-                            functions.insert(name, id);
-                            id
-                        }
-                    };
-                    let (mapping_id, address) = match &f.module {
-                        Some(m) => {
-                            let mk = (guid.clone(), m.clone());
-                            let mid = match mappings.get(&mk) {
-                                Some(i) => *i,
-                                None => {
-                                    let id = prof.mapping.len() as u64 + 1;
-                                    let info = modules.get(&mk);
-                                    let start = info.map(|i| i.load_address).unwrap_or(0);
-                                    prof.mapping.push(Mapping {
-                                        id,
-                                        memory_start: start,
-                                        memory_limit: start + info.map(|i| i.size).unwrap_or(0),
-                                        file_offset: 0,
-                                        filename: s.get(m),
-                                        build_id: info
-                                            .and_then(|i| i.build_id.as_deref())
-                                            .map(|b| s.get(b))
-                                            .unwrap_or(0),
-                                        has_functions: f.function.is_some(),
-                                    });
-                                    mappings.insert(mk.clone(), id);
-                                    id
-                                }
-                            };
-                            let base = modules.get(&mk).map(|i| i.load_address).unwrap_or(0);
-                            (mid, base + f.rel_pc)
-                        }
-                        None => (0, f.rel_pc),
-                    };
-                    let id = prof.location.len() as u64 + 1;
-                    prof.location.push(Location {
-                        id,
-                        mapping_id,
-                        address,
-                        line: vec![Line {
-                            function_id: fid,
-                            line: f.line.map(|l| l as i64).unwrap_or(0),
-                        }],
-                    });
-                    locations.insert(key, id);
-                    id
-                }
+    // One process at a time, its stacks resolved by the reader.
+    strobe_db::scan::for_each_process(p, period, true, &mut |ps| {
+        for g in ps.groups {
+            let (pid, tid, stack) = (g.pid, g.tid, g.stack_id);
+            let guid = g.guid.to_string();
+            let frames = match stack {
+                Some(id) => ps
+                    .stacks
+                    .get(&id)
+                    .cloned()
+                    .unwrap_or_else(|| Arc::from(Vec::new())),
+                None => std::sync::Arc::from(Vec::new()),
             };
-            loc_ids.push(id);
+
+            let mut loc_ids = Vec::with_capacity(frames.len());
+            for f in frames.iter() {
+                let key = (guid.clone(), f.module.clone(), f.rel_pc, f.function.clone());
+                let id = match locations.get(&key) {
+                    Some(i) => *i,
+                    None => {
+                        let name = source::frame_name(f);
+                        let fid = match functions.get(&name) {
+                            Some(i) => *i,
+                            None => {
+                                let id = prof.function.len() as u64 + 1;
+                                let n = s.get(&name);
+                                let file = f.file.as_deref().map(|x| s.get(x)).unwrap_or(0);
+                                prof.function.push(Function {
+                                    id,
+                                    name: n,
+                                    system_name: n,
+                                    filename: file,
+                                });
+                                functions.insert(name, id);
+                                id
+                            }
+                        };
+                        let (mapping_id, address) = match &f.module {
+                            Some(m) => {
+                                let mk = (guid.clone(), m.clone());
+                                let mid = match mappings.get(&mk) {
+                                    Some(i) => *i,
+                                    None => {
+                                        let id = prof.mapping.len() as u64 + 1;
+                                        let info = modules.get(&mk);
+                                        let start = info.map(|i| i.load_address).unwrap_or(0);
+                                        prof.mapping.push(Mapping {
+                                            id,
+                                            memory_start: start,
+                                            memory_limit: start + info.map(|i| i.size).unwrap_or(0),
+                                            file_offset: 0,
+                                            filename: s.get(m),
+                                            build_id: info
+                                                .and_then(|i| i.build_id.as_deref())
+                                                .map(|b| s.get(b))
+                                                .unwrap_or(0),
+                                            has_functions: f.function.is_some(),
+                                        });
+                                        mappings.insert(mk.clone(), id);
+                                        id
+                                    }
+                                };
+                                let base = modules.get(&mk).map(|i| i.load_address).unwrap_or(0);
+                                (mid, base + f.rel_pc)
+                            }
+                            None => (0, f.rel_pc),
+                        };
+                        let id = prof.location.len() as u64 + 1;
+                        prof.location.push(Location {
+                            id,
+                            mapping_id,
+                            address,
+                            line: vec![Line {
+                                function_id: fid,
+                                line: f.line.map(|l| l as i64).unwrap_or(0),
+                            }],
+                        });
+                        locations.insert(key, id);
+                        id
+                    }
+                };
+                loc_ids.push(id);
+            }
+            prof.sample.push(Sample {
+                location_id: loc_ids,
+                value: vec![
+                    i64::try_from(g.samples).unwrap_or(i64::MAX),
+                    i64::try_from(g.cpu_ns).unwrap_or(i64::MAX),
+                    i64::try_from(g.off_cpu_ns).unwrap_or(i64::MAX),
+                ],
+                label: vec![
+                    Label {
+                        key: k_pid,
+                        str: 0,
+                        num: pid,
+                    },
+                    Label {
+                        key: k_tid,
+                        str: 0,
+                        num: tid,
+                    },
+                ],
+            });
+            st.samples += g.samples;
+            st.cpu_ns += g.cpu_ns;
+            st.off_cpu_samples += g.off_cpu_samples;
+            st.off_cpu_ns += g.off_cpu_ns;
+            st.entries += 1;
         }
-        prof.sample.push(Sample {
-            location_id: loc_ids,
-            value: vec![
-                i64::try_from(g.samples).unwrap_or(i64::MAX),
-                i64::try_from(g.cpu_ns).unwrap_or(i64::MAX),
-                i64::try_from(g.off_cpu_ns).unwrap_or(i64::MAX),
-            ],
-            label: vec![
-                Label {
-                    key: k_pid,
-                    str: 0,
-                    num: pid,
-                },
-                Label {
-                    key: k_tid,
-                    str: 0,
-                    num: tid,
-                },
-            ],
-        });
-        st.samples += g.samples;
-        st.cpu_ns += g.cpu_ns;
-        st.off_cpu_samples += g.off_cpu_samples;
-        st.off_cpu_ns += g.off_cpu_ns;
-        st.entries += 1;
-    }
+        Ok(())
+    })?;
     if st.samples + st.off_cpu_samples == 0 {
         return Err(ExportError::Empty {
             what: "pprof".into(),

@@ -113,8 +113,11 @@ impl<R: Record> RunSorter<R> {
     }
 
     pub fn push(&mut self, r: R) -> std::io::Result<()> {
-        if self.chunk.capacity() == 0 {
-            self.chunk.reserve_exact(CHUNK);
+        if self.chunk.len() == self.chunk.capacity() {
+            // Doubling up to a chunk: a small process (many of them, read
+            // one after the other) never holds a whole chunk.
+            let want = (self.chunk.capacity() * 2).clamp(4096, CHUNK);
+            self.chunk.reserve_exact(want - self.chunk.len());
         }
         self.chunk.push(r);
         if self.chunk.len() == CHUNK {

@@ -224,6 +224,51 @@ pub struct Samples<'p> {
     feeds: Vec<Feed<'p>>,
     heads: std::collections::BinaryHeap<HeapEntry>,
     started: bool,
+    /// Table sets not started yet (a profile read in place, streamed a
+    /// few processes at a time, see [`ACTIVE_SETS`]).
+    pending: std::collections::VecDeque<usize>,
+    /// Per table set: guid, file, (schema, suffix).
+    sets: Vec<(Arc<str>, String, (String, String))>,
+    time_kind: SampleKind,
+    window: Window,
+}
+
+/// Processes of a profile read in place whose samples stream at once.
+const ACTIVE_SETS: usize = 2;
+
+impl Samples<'_> {
+    /// Starts a reader thread over table set `k`; returns its feed's index.
+    fn spawn(&mut self, k: usize, rows: Window) -> Result<usize> {
+        let (guid, file, names) = self.sets[k].clone();
+        let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_IN_FLIGHT);
+        let (time_kind, window) = (self.time_kind, self.window);
+        std::thread::Builder::new()
+            .name("strobe-export-samples".into())
+            .spawn(move || reader_thread(file, names, time_kind, window, rows, tx))?;
+        self.guids.push(guid);
+        self.feeds.push(Feed::Thread {
+            rx,
+            batch: Vec::new().into_iter(),
+        });
+        Ok(self.feeds.len() - 1)
+    }
+
+    /// Starts the next pending process and queues its first row.
+    fn start_next(&mut self) -> Result<()> {
+        while let Some(k) = self.pending.pop_front() {
+            let f = self.spawn(k, (None, None))?;
+            match self.feeds[f].next() {
+                Some(Ok(r)) => {
+                    self.heads
+                        .push(std::cmp::Reverse(((r.timestamp, r.tid, f), Head(r))));
+                    return Ok(());
+                }
+                Some(Err(e)) => return Err(e.into()),
+                None => {} // no sample in the window: the next one
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A feed's next row keyed by (time, tid, feed), earliest first.
@@ -254,13 +299,19 @@ impl Iterator for Samples<'_> {
     fn next(&mut self) -> Option<Result<SampleEvent>> {
         if !self.started {
             self.started = true;
+            let mut finished = 0;
             for k in 0..self.feeds.len() {
                 match self.feeds[k].next() {
                     Some(Ok(r)) => self
                         .heads
                         .push(std::cmp::Reverse(((r.timestamp, r.tid, k), Head(r)))),
                     Some(Err(e)) => return Some(Err(e.into())),
-                    None => {}
+                    None => finished += 1,
+                }
+            }
+            for _ in 0..finished {
+                if let Err(e) = self.start_next() {
+                    return Some(Err(e));
                 }
             }
         }
@@ -272,6 +323,9 @@ impl Iterator for Samples<'_> {
             Some(Err(e)) => return Some(Err(e.into())),
             None => {
                 std::collections::binary_heap::PeekMut::pop(top);
+                if let Err(e) = self.start_next() {
+                    return Some(Err(e));
+                }
             }
         }
         Some(Ok(SampleEvent {
@@ -296,52 +350,61 @@ pub fn samples(p: &Profile) -> Result<Samples<'_>> {
     let time_kind = strobe_db::summary::time_kind(p)?;
     let conn = p.connection();
     let window = p.window();
-    let files = strobe_db::scan::attached_files(conn)?;
     let sets = p.table_sets();
-    let threaded = sets.len() <= MAX_READER_THREADS;
-    let (mut guids, mut feeds) = (Vec::new(), Vec::new());
-    for (ts, guid) in &sets {
-        let (sc, sf) = (&ts.schema, &ts.suffix);
-        let guid: Arc<str> = Arc::from(guid.as_str());
-        match files.get(sc.as_str()) {
-            Some(file) if threaded => {
-                let ranges =
-                    match strobe_db::scan::split_point(conn, sc, &format!("rocpd_sample{sf}"))? {
-                        Some(mid) if sets.len() == 1 => vec![(None, Some(mid)), (Some(mid), None)],
-                        _ => vec![(None, None)],
-                    };
-                for rows in ranges {
-                    let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_IN_FLIGHT);
-                    let (file, names) = (file.clone(), (sc.clone(), sf.clone()));
-                    std::thread::Builder::new()
-                        .name("strobe-export-samples".into())
-                        .spawn(move || reader_thread(file, names, time_kind, window, rows, tx))?;
-                    guids.push(guid.clone());
-                    feeds.push(Feed::Thread {
-                        rx,
-                        batch: Vec::new().into_iter(),
-                    });
-                }
-            }
-            _ => {
-                guids.push(guid);
-                feeds.push(Feed::Local {
-                    conn,
-                    sql: scan_sql(sc, sf, window, (None, None), true),
-                    mapper: Box::new(Mapper::new(conn, sc, sf, time_kind)?),
-                    after: None,
-                    page: Vec::new().into_iter(),
-                    done: false,
-                });
-            }
-        }
-    }
-    Ok(Samples {
-        guids,
-        feeds,
+    // A profile read in place is streamed a few processes at a time, each
+    // by a reader thread on its own connection, each in time order.
+    let federated = p.is_federated();
+    let threaded = federated || sets.len() <= MAX_READER_THREADS;
+    let mut out = Samples {
+        guids: Vec::new(),
+        feeds: Vec::new(),
         heads: Default::default(),
         started: false,
-    })
+        pending: Default::default(),
+        sets: sets
+            .iter()
+            .enumerate()
+            .map(|(k, (ts, guid))| {
+                (
+                    Arc::from(guid.as_str()),
+                    p.set_file(k).to_string_lossy().into_owned(),
+                    (ts.schema.clone(), ts.suffix.clone()),
+                )
+            })
+            .collect(),
+        time_kind,
+        window,
+    };
+    for (k, (ts, guid)) in sets.iter().enumerate() {
+        let (sc, sf) = (&ts.schema, &ts.suffix);
+        if federated {
+            if k < ACTIVE_SETS {
+                out.spawn(k, (None, None))?;
+            } else {
+                out.pending.push_back(k);
+            }
+        } else if threaded {
+            let ranges = match strobe_db::scan::split_point(conn, sc, &format!("rocpd_sample{sf}"))?
+            {
+                Some(mid) if sets.len() == 1 => vec![(None, Some(mid)), (Some(mid), None)],
+                _ => vec![(None, None)],
+            };
+            for rows in ranges {
+                out.spawn(k, rows)?;
+            }
+        } else {
+            out.guids.push(Arc::from(guid.as_str()));
+            out.feeds.push(Feed::Local {
+                conn,
+                sql: scan_sql(sc, sf, window, (None, None), true),
+                mapper: Box::new(Mapper::new(conn, sc, sf, time_kind)?),
+                after: None,
+                page: Vec::new().into_iter(),
+                done: false,
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// Most stacks a [`StackCache`] holds before it starts over.

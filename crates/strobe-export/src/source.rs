@@ -16,10 +16,10 @@ use strobe_db::stream::RowStream;
 use strobe_db::Profile;
 
 use crate::error::Result;
-use strobe_db::scan::{attached_files, open_attached, qerr, split_point};
+use strobe_db::scan::{open_attached, qerr, split_point};
 
 /// A process of the profile.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ProcessRow {
     /// Process guid (names the process across files).
     pub guid: String,
@@ -40,6 +40,12 @@ pub struct ProcessRow {
     pub realtime_minus_monotonic: Option<i64>,
     /// Process end (ns), NULL for a killed writer.
     pub end: Option<i64>,
+    /// The MPI job and world rank (`strobe_settings` `mpi.job`,
+    /// `mpi.rank`), for a rank of an MPI job.
+    pub mpi: Option<(String, i64)>,
+    /// Its clock comparisons with rank 0 (`strobe_clock_sync`): local
+    /// time, offset, round trip (ns).
+    pub clock_sync: Vec<(i64, i64, i64)>,
 }
 
 impl ProcessRow {
@@ -112,7 +118,11 @@ pub fn processes(p: &Profile) -> Result<Vec<ProcessRow>> {
         "SELECT guid, pid, ppid, command, machine_id, hostname, start, \"end\", \
            (SELECT CAST(r.value AS INTEGER) - CAST(m.value AS INTEGER) FROM strobe_settings r, strobe_settings m \
              WHERE r.guid = processes.guid AND m.guid = processes.guid \
-               AND r.name = 'clock.realtime_ns' AND m.name = 'clock.monotonic_ns') \
+               AND r.name = 'clock.realtime_ns' AND m.name = 'clock.monotonic_ns'), \
+           (SELECT value FROM strobe_settings WHERE guid = processes.guid AND name = 'mpi.job'), \
+           (SELECT CAST(value AS INTEGER) FROM strobe_settings WHERE guid = processes.guid AND name = 'mpi.rank'), \
+           (SELECT group_concat(local_ns || ' ' || offset_ns || ' ' || rtt_ns, ',') FROM strobe_clock_sync \
+             WHERE guid = processes.guid) \
          FROM processes ORDER BY start, guid",
         |r| {
             Ok(ProcessRow {
@@ -125,6 +135,11 @@ pub fn processes(p: &Profile) -> Result<Vec<ProcessRow>> {
                 start: r.get(6)?,
                 end: r.get(7)?,
                 realtime_minus_monotonic: r.get(8)?,
+                mpi: match (r.get::<_, Option<String>>(9)?, r.get::<_, Option<i64>>(10)?) {
+                    (Some(job), Some(rank)) => Some((job, rank)),
+                    _ => None,
+                },
+                clock_sync: parse_clock_sync(r.get::<_, Option<String>>(11)?.as_deref()),
             })
         },
     )?;
@@ -242,6 +257,8 @@ impl Feed<'_> {
 }
 
 struct SetStream<'p> {
+    /// The table set (see [`Profile::table_sets`]).
+    set: usize,
     guid: Arc<str>,
     feed: Feed<'p>,
     string_sql: String,
@@ -258,6 +275,9 @@ struct SetStream<'p> {
 pub struct Regions<'p> {
     p: &'p Profile,
     sets: Vec<SetStream<'p>>,
+    /// Table sets not started yet (a profile read in place).
+    pending: std::collections::VecDeque<usize>,
+    table_sets: Vec<(strobe_db::schema::TableSet, String)>,
 }
 
 /// When the process has region arguments, copies them into an indexed
@@ -428,20 +448,47 @@ fn reader_thread(
 /// first at equal starts (so parents precede their children), with their
 /// correlation ids and arguments.
 pub fn regions(p: &Profile) -> Result<Regions<'_>> {
-    let conn = p.connection();
-    let window = p.window();
     let table_sets = p.table_sets();
-    let files = attached_files(conn)?;
     let n_sets = table_sets.len();
-    let threaded = n_sets <= MAX_READER_THREADS;
-    let mut sets = Vec::new();
-    for (ts, guid) in table_sets {
+    // A profile read in place is streamed a few processes at a time, each
+    // in time order (see `ACTIVE_SETS`).
+    let federated = p.is_federated();
+    let threaded = federated || n_sets <= MAX_READER_THREADS;
+    let mut r = Regions {
+        p,
+        sets: Vec::new(),
+        pending: std::collections::VecDeque::new(),
+        table_sets,
+    };
+    for k in 0..n_sets {
+        if federated && k >= ACTIVE_SETS {
+            r.pending.push_back(k);
+        } else {
+            r.open_set(k, threaded)?;
+        }
+    }
+    Ok(r)
+}
+
+/// Processes of a profile read in place whose regions stream at once: the
+/// next one's reader runs while the current one is written.
+const ACTIVE_SETS: usize = 2;
+
+impl<'p> Regions<'p> {
+    /// Starts the stream(s) of table set `k`: a reader thread (two for the
+    /// only process of a profile when it is large), or an ordered query on
+    /// the profile's connection.
+    fn open_set(&mut self, k: usize, threaded: bool) -> Result<()> {
+        let p = self.p;
+        let window = p.window();
+        let n_sets = self.table_sets.len();
+        let (ts, guid) = &self.table_sets[k];
         let (sc, sf) = (&ts.schema, &ts.suffix);
         let tsql = format!(
             "SELECT T.id, P.pid, T.tid FROM \"{sc}\".\"rocpd_info_thread{sf}\" T JOIN \"{sc}\".\"rocpd_info_process{sf}\" P ON P.id = T.pid"
         );
         let mut threads = crate::fasthash::FastMap::default();
-        {
+        p.with_set_connection(k, |conn| {
             let mut st = conn.prepare(&tsql).map_err(qerr(&tsql))?;
             let rows = st
                 .query_map([], |r| {
@@ -456,52 +503,56 @@ pub fn regions(p: &Profile) -> Result<Regions<'_>> {
                 let (id, pid, tid) = r.map_err(qerr(&tsql))?;
                 threads.insert(id, (pid.unwrap_or(0), tid.unwrap_or(0)));
             }
-        }
+            Ok(())
+        })?;
         let string_sql = format!("SELECT string FROM \"{sc}\".\"rocpd_string{sf}\" WHERE id = ?1");
         let guid: Arc<str> = Arc::from(guid.as_str());
-        match files.get(sc.as_str()) {
-            Some(file) if threaded => {
-                // A single process is split into two row-id ranges, read and
-                // sorted by two threads at once and merged like two processes.
-                let ranges = match split_point(conn, sc, &format!("rocpd_region{sf}"))? {
-                    Some(mid) if n_sets == 1 => vec![(None, Some(mid)), (Some(mid), None)],
-                    _ => vec![(None, None)],
-                };
-                for rows in ranges {
-                    let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_IN_FLIGHT);
-                    let (file, sc2, sf2) = (file.clone(), sc.clone(), sf.clone());
-                    std::thread::Builder::new()
-                        .name("strobe-export-reader".into())
-                        .spawn(move || reader_thread(file, sc2, sf2, window, rows, tx))?;
-                    sets.push(SetStream {
-                        guid: guid.clone(),
-                        feed: Feed::Thread {
-                            rxs: std::collections::VecDeque::from([rx]),
-                            batch: std::collections::VecDeque::new(),
-                            error: None,
-                        },
-                        string_sql: string_sql.clone(),
-                        strings: crate::fasthash::FastMap::default(),
-                        threads: threads.clone(),
-                    });
-                }
-            }
-            _ => {
-                let sql = region_query(conn, sc, sf, window)?;
-                sets.push(SetStream {
-                    guid,
-                    feed: Feed::Local(p.query_stream(&sql, raw_region)?.peekable()),
-                    string_sql,
+        if threaded {
+            let file = p.set_file(k).to_string_lossy().into_owned();
+            // A single process is split into two row-id ranges, read and
+            // sorted by two threads at once and merged like two processes.
+            let split = if n_sets == 1 && !p.is_federated() {
+                split_point(p.connection(), sc, &format!("rocpd_region{sf}"))?
+            } else {
+                None
+            };
+            let ranges = match split {
+                Some(mid) => vec![(None, Some(mid)), (Some(mid), None)],
+                None => vec![(None, None)],
+            };
+            for rows in ranges {
+                let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_IN_FLIGHT);
+                let (file, sc2, sf2) = (file.clone(), sc.clone(), sf.clone());
+                std::thread::Builder::new()
+                    .name("strobe-export-reader".into())
+                    .spawn(move || reader_thread(file, sc2, sf2, window, rows, tx))?;
+                self.sets.push(SetStream {
+                    set: k,
+                    guid: guid.clone(),
+                    feed: Feed::Thread {
+                        rxs: std::collections::VecDeque::from([rx]),
+                        batch: std::collections::VecDeque::new(),
+                        error: None,
+                    },
+                    string_sql: string_sql.clone(),
                     strings: crate::fasthash::FastMap::default(),
-                    threads,
+                    threads: threads.clone(),
                 });
             }
+        } else {
+            let sql = region_query(p.connection(), sc, sf, window)?;
+            self.sets.push(SetStream {
+                set: k,
+                guid,
+                feed: Feed::Local(p.query_stream(&sql, raw_region)?.peekable()),
+                string_sql,
+                strings: crate::fasthash::FastMap::default(),
+                threads,
+            });
         }
+        Ok(())
     }
-    Ok(Regions { p, sets })
-}
 
-impl Regions<'_> {
     fn string(p: &Profile, set: &mut SetStream<'_>, id: i64) -> Result<Arc<str>> {
         if let Some(s) = set.strings.get(&id) {
             return Ok(s.clone());
@@ -509,11 +560,12 @@ impl Regions<'_> {
         if set.strings.len() >= STRING_CACHE {
             set.strings.clear();
         }
-        let v: Option<String> = p
-            .connection()
-            .prepare_cached(&set.string_sql)
-            .and_then(|mut st| st.query_row([id], |r| r.get(0)))
-            .map_err(qerr(&set.string_sql))?;
+        let sql = &set.string_sql;
+        let v: Option<String> = p.with_set_connection(set.set, |conn| {
+            conn.prepare_cached(sql)
+                .and_then(|mut st| st.query_row([id], |r| r.get(0)))
+                .map_err(qerr(sql))
+        })?;
         let a: Arc<str> = Arc::from(v.unwrap_or_default().as_str());
         set.strings.insert(id, a.clone());
         Ok(a)
@@ -524,11 +576,40 @@ impl Iterator for Regions<'_> {
     type Item = Result<RegionRow>;
     fn next(&mut self) -> Option<Result<RegionRow>> {
         let mut best: Option<(usize, i64, i64)> = None;
-        for (k, s) in self.sets.iter_mut().enumerate() {
-            if let Some((start, end)) = s.feed.peek() {
-                if best.is_none_or(|(_, bs, be)| (start, -end) < (bs, -be)) {
-                    best = Some((k, start, end));
+        loop {
+            if self.sets.is_empty() {
+                if let Some(next) = self.pending.pop_front() {
+                    if let Err(e) = self.open_set(next, true) {
+                        return Some(Err(e));
+                    }
                 }
+            }
+            let mut k = 0;
+            while k < self.sets.len() {
+                match self.sets[k].feed.peek() {
+                    Some((start, end)) => {
+                        if best.is_none_or(|(_, bs, be)| (start, -end) < (bs, -be)) {
+                            best = Some((k, start, end));
+                        }
+                        k += 1;
+                    }
+                    // A finished process of a profile read in place makes
+                    // room for the next one.
+                    None if !self.pending.is_empty() => {
+                        self.sets.swap_remove(k);
+                        best = None;
+                        k = 0;
+                        if let Some(next) = self.pending.pop_front() {
+                            if let Err(e) = self.open_set(next, true) {
+                                return Some(Err(e));
+                            }
+                        }
+                    }
+                    None => k += 1,
+                }
+            }
+            if best.is_some() || self.pending.is_empty() {
+                break;
             }
         }
         let (k, _, _) = best?;
@@ -605,12 +686,181 @@ pub fn cpu_weight_ns(s: &strobe_db::SampleRow, period_ns: i64) -> u64 {
     }
 }
 
-/// Streams counter samples ordered by time.
-pub fn counters(p: &Profile) -> Result<RowStream<'_, strobe_db::CounterRow>> {
-    Ok(p.counters()?)
+/// Streams counter samples ordered by time; for a profile read in place
+/// (see [`Profile::is_federated`]), one process after the other, each in
+/// time order (no sort over every process's values).
+pub fn counters(p: &Profile) -> Result<Counters<'_>> {
+    if !p.is_federated() {
+        return Ok(Counters {
+            p,
+            current: Some(p.counters()?),
+            pending: Default::default(),
+        });
+    }
+    Ok(Counters {
+        p,
+        current: None,
+        pending: p.table_sets().into_iter().map(|(_, guid)| guid).collect(),
+    })
 }
 
-/// Per-process shift (ns) that puts every process on one time base.
+/// The stream of [`counters`].
+pub struct Counters<'p> {
+    p: &'p Profile,
+    current: Option<RowStream<'p, strobe_db::CounterRow>>,
+    /// Guids of the processes not streamed yet.
+    pending: std::collections::VecDeque<String>,
+}
+
+impl Iterator for Counters<'_> {
+    type Item = strobe_db::Result<strobe_db::CounterRow>;
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(row) = self.current.as_mut().and_then(|c| c.next()) {
+                return Some(row);
+            }
+            let guid = self.pending.pop_front()?;
+            // A guid is hex digits and dashes (checked when the profile was
+            // opened): safe to write into the query.
+            let sql = format!(
+                "SELECT guid, pid, tid, name, units, timestamp, value FROM strobe_counters \
+                 WHERE guid = '{guid}' ORDER BY timestamp, name"
+            );
+            match self.p.query_stream(&sql, counter_row) {
+                Ok(s) => self.current = Some(s),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}
+
+fn counter_row(
+    r: &strobe_db::rusqlite::Row<'_>,
+) -> strobe_db::rusqlite::Result<strobe_db::CounterRow> {
+    Ok(strobe_db::CounterRow {
+        guid: r.get(0)?,
+        pid: r.get(1)?,
+        tid: r.get(2)?,
+        name: r.get(3)?,
+        units: r.get(4)?,
+        timestamp: r.get(5)?,
+        value: r.get(6)?,
+    })
+}
+
+/// `local offset rtt` triples joined by commas.
+fn parse_clock_sync(text: Option<&str>) -> Vec<(i64, i64, i64)> {
+    text.unwrap_or_default()
+        .split(',')
+        .filter_map(|t| {
+            let mut n = t.split(' ').map(|v| v.parse::<i64>().ok());
+            Some((n.next()??, n.next()??, n.next()??))
+        })
+        .collect()
+}
+
+/// What puts one process's timestamps on the common time base: a constant
+/// (its node's offset) and, for an MPI rank, the offset to rank 0's clock
+/// measured at `MPI_Init` and `MPI_Finalize`, interpolated in between (the
+/// clocks drift) and held outside. `t + shift` is the aligned time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Shift {
+    base: i64,
+    /// (local time, offset) of the comparisons used, in time order.
+    sync: [Option<(i64, i64)>; 2],
+}
+
+impl Shift {
+    /// A constant shift.
+    pub fn constant(ns: i64) -> Shift {
+        Shift {
+            base: ns,
+            sync: [None, None],
+        }
+    }
+
+    /// The shift at the process's time `t`.
+    pub fn at(&self, t: i64) -> i64 {
+        let offset = match self.sync {
+            [None, _] => 0,
+            [Some((_, o)), None] => o,
+            [Some((t0, o0)), Some((t1, o1))] => {
+                if t <= t0 || t1 <= t0 {
+                    o0
+                } else if t >= t1 {
+                    o1
+                } else {
+                    let d = i128::from(o1 - o0) * i128::from(t - t0) / i128::from(t1 - t0);
+                    o0 + d as i64
+                }
+            }
+        };
+        self.base + offset
+    }
+
+    /// `base` plus the offsets of `points` (local time, offset, round
+    /// trip), keeping the comparisons worth using: one whose round trip was much
+    /// longer than the other's (the rank was preempted mid-exchange) is
+    /// left out rather than bend the line.
+    pub fn with_sync(base: i64, points: &[(i64, i64, i64)]) -> Shift {
+        let mut points: Vec<_> = points.to_vec();
+        points.sort_unstable();
+        if let [a, b] = points[..] {
+            let (better, worse) = if a.2 <= b.2 { (a, b) } else { (b, a) };
+            if worse.2 > 4 * better.2.max(1) && worse.2 > 50_000 {
+                points = vec![better];
+            }
+        }
+        let mut sync = [None, None];
+        for (slot, p) in sync.iter_mut().zip(points.iter()) {
+            *slot = Some((p.0, p.1));
+        }
+        if points.len() > 2 {
+            sync[1] = points.last().map(|p| (p.0, p.1));
+        }
+        Shift { base, sync }
+    }
+}
+
+impl std::ops::Add<Shift> for i64 {
+    type Output = i64;
+    fn add(self, shift: Shift) -> i64 {
+        self.saturating_add(shift.at(self))
+    }
+}
+
+/// Per-process shift that puts every process on one time base: other
+/// processes as their node ([`node_shifts`]); MPI ranks that measured
+/// their clock against rank 0 (when rank 0 is among `procs`) on rank 0's
+/// clock with those measurements (to within half the round trip of the
+/// best exchange: microseconds), then shifted as rank 0 is.
+pub fn clock_shifts(procs: &[ProcessRow]) -> HashMap<String, Shift> {
+    let node = node_shifts(procs);
+    let node_of = |p: &ProcessRow| node.get(&p.guid).copied().unwrap_or(0);
+    let rank_zero: HashMap<&str, &ProcessRow> = procs
+        .iter()
+        .filter_map(|p| match &p.mpi {
+            Some((job, 0)) => Some((job.as_str(), p)),
+            _ => None,
+        })
+        .collect();
+    procs
+        .iter()
+        .map(|p| {
+            let reference = p
+                .mpi
+                .as_ref()
+                .and_then(|(job, _)| rank_zero.get(job.as_str()));
+            let shift = match reference {
+                Some(r) if !p.clock_sync.is_empty() => Shift::with_sync(node_of(r), &p.clock_sync),
+                _ => Shift::constant(node_of(p)),
+            };
+            (p.guid.clone(), shift)
+        })
+        .collect()
+}
+
+/// Per-process constant shift (ns) from the nodes' clock snapshots.
 ///
 /// Timestamps are `CLOCK_MONOTONIC` of the node that recorded them.
 /// Processes of one node share that clock and are never shifted. For a
@@ -620,7 +870,7 @@ pub fn counters(p: &Profile) -> Result<RowStream<'_, strobe_db::CounterRow>> {
 /// monotonic `start` column; nodes are then shifted onto the first node's
 /// monotonic time base. The alignment is as good as the uuid's millisecond
 /// resolution and the nodes' NTP synchronisation.
-pub fn clock_shifts(procs: &[ProcessRow]) -> HashMap<String, i64> {
+fn node_shifts(procs: &[ProcessRow]) -> HashMap<String, i64> {
     let mut out = HashMap::new();
     let machines: std::collections::HashSet<&str> =
         procs.iter().map(|p| p.machine_id.as_str()).collect();
@@ -688,7 +938,7 @@ mod clock_tests {
             hostname: machine.into(),
             start: Some(1_000),
             realtime_minus_monotonic: offset,
-            end: None,
+            ..Default::default()
         }
     }
 
@@ -708,8 +958,8 @@ mod clock_tests {
             ),
         ];
         let shifts = clock_shifts(&procs);
-        assert_eq!(shifts[&procs[0].guid], 0);
-        assert_eq!(shifts[&procs[1].guid], 5_000_000_123);
+        assert_eq!(shifts[&procs[0].guid].at(0), 0);
+        assert_eq!(shifts[&procs[1].guid].at(0), 5_000_000_123);
     }
 
     #[test]
@@ -719,6 +969,28 @@ mod clock_tests {
         a.start = Some(0);
         b.start = Some(0);
         let shifts = clock_shifts(&[a.clone(), b.clone()]);
-        assert_eq!(shifts[&b.guid] - shifts[&a.guid], 1_000_000_000);
+        assert_eq!(shifts[&b.guid].at(0) - shifts[&a.guid].at(0), 1_000_000_000);
+    }
+
+    #[test]
+    fn mpi_ranks_follow_their_measured_offset_and_its_drift() {
+        let mut zero = proc_on("a", "00000000-03e8-7000-8000-000000000001", Some(0));
+        zero.mpi = Some(("j".into(), 0));
+        let mut one = proc_on("b", "00000000-03e8-7000-8000-000000000002", Some(7_000));
+        one.mpi = Some(("j".into(), 1));
+        // Rank 1's clock reads 1000 ns behind rank 0 at 100, 3000 ns at 1100.
+        one.clock_sync = vec![(100, 1_000, 500), (1_100, 3_000, 400)];
+        let shifts = clock_shifts(&[zero.clone(), one.clone()]);
+        assert_eq!(shifts[&zero.guid].at(5), 0);
+        let s = shifts[&one.guid];
+        assert_eq!((s.at(0), s.at(600), s.at(5_000)), (1_000, 2_000, 3_000));
+        assert_eq!(600 + s, 2_600);
+        // A comparison made while the rank was preempted is left out.
+        one.clock_sync = vec![(100, 1_000, 500), (1_100, 90_000, 200_000)];
+        let s = clock_shifts(&[zero.clone(), one.clone()])[&one.guid];
+        assert_eq!(s.at(1_100), 1_000);
+        // Without its rank 0 a rank keeps its node's shift.
+        let alone = clock_shifts(std::slice::from_ref(&one));
+        assert_eq!(alone[&one.guid].at(0), 0);
     }
 }

@@ -433,8 +433,7 @@ fn off_cpu_sample_without_a_stack_is_still_a_slice() {
         machine_id: "m".into(),
         hostname: String::new(),
         start: Some(0),
-        realtime_minus_monotonic: None,
-        end: None,
+        ..Default::default()
     })
     .unwrap();
     let sample = |kind: &str, timestamp: i64, weight_ns: u64| strobe_db::SampleRow {

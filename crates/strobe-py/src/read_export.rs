@@ -98,7 +98,8 @@ impl TapMessage for PyErr {
 }
 
 /// Writes `p` in `format` (or the format of `output`'s extension) to
-/// `output`; CSV writes `<stem>_<table>.csv` files beside it. Returns
+/// `output`; CSV writes `<stem>_<table>.csv` files beside it, Parquet the
+/// dataset directory `output`. Returns
 /// what was written, as `strobe convert` reports it.
 pub fn write_format(p: &Profile, output: &str, format: Option<&str>) -> PyResult<String> {
     let f = choose_format(output, format)?;
@@ -156,6 +157,15 @@ pub fn write_format(p: &Profile, output: &str, format: Option<&str>) -> PyResult
                 "{} threads, {} samples, {} markers",
                 s.threads, s.samples, s.markers
             )
+        }
+        Format::Parquet => {
+            let s = strobe_export::parquet::write_parquet(p, &path).map_err(export_err)?;
+            let tables: Vec<String> = s
+                .tables
+                .iter()
+                .map(|t| format!("{} {}", t.rows, t.table))
+                .collect();
+            format!("{} (rows: {})", path.display(), tables.join(", "))
         }
         Format::Csv => {
             let dir = path

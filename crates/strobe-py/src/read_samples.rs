@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 
 use pyo3::prelude::*;
-use strobe_db::scan::{attached_files, open_attached, qerr, scan_sql, split_point, Mapper};
+use strobe_db::scan::{open_attached, qerr, scan_sql, split_point, Mapper};
 use strobe_db::{DbError, Profile, SampleKind};
 
 use super::cols::{Col, Dict, Table};
@@ -90,18 +90,17 @@ pub fn all(p: &Profile, stack: bool) -> PyResult<Table> {
     let time_kind = strobe_db::summary::time_kind(p).map_err(db_err)?;
     let conn = p.connection();
     let window = p.window();
-    let files = attached_files(conn).map_err(db_err)?;
     let sets = p.table_sets();
     let mut work = Vec::new();
     for (k, (ts, _)) in sets.iter().enumerate() {
-        let file = files.get(ts.schema.as_str()).cloned().ok_or_else(|| {
-            db_err(DbError::Query {
-                message: format!("schema {} has no file", ts.schema),
-                sql: String::new(),
-            })
-        })?;
-        let split =
-            split_point(conn, &ts.schema, &format!("rocpd_sample{}", ts.suffix)).map_err(db_err)?;
+        let file = p.set_file(k).to_string_lossy().into_owned();
+        // A profile read in place (many files) has no per-process tables
+        // on its own connection: its processes are read whole.
+        let split = if p.is_federated() {
+            None
+        } else {
+            split_point(conn, &ts.schema, &format!("rocpd_sample{}", ts.suffix)).map_err(db_err)?
+        };
         match split {
             Some(mid) => {
                 work.push((k, file.clone(), (None, Some(mid))));
@@ -353,6 +352,16 @@ pub fn stream(
     chunk: usize,
     send: &mut dyn FnMut(Table) -> bool,
 ) -> PyResult<()> {
+    if p.is_federated() {
+        return Err(db_err(DbError::Query {
+            message: format!(
+                "streaming the samples of {} databases in time order is not supported (more than {} are read in place, one process at a time): read them whole, open fewer files at once, or merge them per node first (strobe merge --per-node)",
+                p.files().len(),
+                strobe_db::reader::MAX_ATTACHED
+            ),
+            sql: String::new(),
+        }));
+    }
     let time_kind = strobe_db::summary::time_kind(p).map_err(db_err)?;
     let conn = p.connection();
     let window = p.window();

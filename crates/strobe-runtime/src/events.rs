@@ -84,6 +84,12 @@ pub fn emit_now2(rt: &Runtime, slot: u32, kind: u16, arg: u32, bytes: &[u8], mor
     }
 }
 
+/// Writes one event of the calling thread into `slot`'s ring, stamped
+/// with time-stamp counter `ticks` (the collector converts them).
+pub fn emit_ticks(rt: &Runtime, slot: u32, kind: u16, arg: u32, ticks: u64, bytes: &[u8]) {
+    emit_with(rt, slot, kind, arg, ticks, event_flags::TSC, bytes, &[]);
+}
+
 /// Writes one event of the calling thread into `slot`'s ring.
 pub fn emit(rt: &Runtime, slot: u32, kind: u16, arg: u32, timestamp_ns: u64, bytes: &[u8]) {
     emit_with(rt, slot, kind, arg, timestamp_ns, 0, bytes, &[]);

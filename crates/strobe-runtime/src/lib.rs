@@ -25,6 +25,7 @@ mod events;
 mod interpose;
 mod log;
 mod metrics_abi;
+mod mpi;
 mod process;
 mod self_start;
 mod sigwrap;

@@ -25,12 +25,17 @@ pub use suggest::nearest;
 pub use value::{Kind, Value};
 
 /// Environment variables that start with `STROBE_` but are not settings:
-/// the config file, the MPI rank, the strobe executable, the metric
-/// definition file and the PMU slot override (both read by strobe-metrics,
-/// also inside programs that embed it).
-pub const RESERVED_ENV_VARS: [&str; 5] = [
+/// the config file, the MPI rank, world size and job of a process started
+/// without an MPI launcher, the strobe executable, the metric definition
+/// file and the PMU slot override (both read by strobe-metrics, also
+/// inside programs that embed it), and the clock skew the MPI clock
+/// comparison adds (a test knob, docs/mpi.md).
+pub const RESERVED_ENV_VARS: [&str; 8] = [
     "STROBE_CONFIG",
     "STROBE_RANK",
+    "STROBE_WORLD_SIZE",
+    "STROBE_JOB",
+    "STROBE_MPI_CLOCK_SKEW_NS",
     "STROBE_BIN",
     "STROBE_METRICS",
     "STROBE_PMU_SLOTS",

@@ -187,6 +187,163 @@ pub mod event {
     /// Something the run's report should say about this process (a
     /// counter that cannot be counted here, say); bytes: the text.
     pub const NOTE: u16 = 12;
+    /// A completed MPI call of the slot's thread (the head's timestamp is
+    /// its return); bytes: an [`super::MpiCallBody`], the communicator's id
+    /// (`comm_len` bytes), then further received-message keys (u64 LE
+    /// each) when one call completed several receives.
+    pub const MPI_CALL: u16 = 13;
+    /// A clock comparison with the reference rank; bytes: an
+    /// [`super::MpiClockBody`].
+    pub const MPI_CLOCK: u16 = 14;
+}
+
+/// MPI functions, by the index an [`MpiCallBody`] carries.
+pub const MPI_FUNCTIONS: &[&str] = &[
+    "MPI_Init",
+    "MPI_Init_thread",
+    "MPI_Finalize",
+    "MPI_Send",
+    "MPI_Ssend",
+    "MPI_Bsend",
+    "MPI_Rsend",
+    "MPI_Recv",
+    "MPI_Sendrecv",
+    "MPI_Sendrecv_replace",
+    "MPI_Probe",
+    "MPI_Isend",
+    "MPI_Issend",
+    "MPI_Ibsend",
+    "MPI_Irsend",
+    "MPI_Irecv",
+    "MPI_Wait",
+    "MPI_Waitall",
+    "MPI_Waitany",
+    "MPI_Waitsome",
+    "MPI_Test",
+    "MPI_Testall",
+    "MPI_Testany",
+    "MPI_Testsome",
+    "MPI_Barrier",
+    "MPI_Bcast",
+    "MPI_Reduce",
+    "MPI_Allreduce",
+    "MPI_Gather",
+    "MPI_Gatherv",
+    "MPI_Scatter",
+    "MPI_Scatterv",
+    "MPI_Allgather",
+    "MPI_Allgatherv",
+    "MPI_Alltoall",
+    "MPI_Alltoallv",
+    "MPI_Reduce_scatter",
+    "MPI_Reduce_scatter_block",
+    "MPI_Scan",
+    "MPI_Exscan",
+    "MPI_Ibarrier",
+    "MPI_Ibcast",
+    "MPI_Ireduce",
+    "MPI_Iallreduce",
+    "MPI_Win_create",
+    "MPI_Win_allocate",
+    "MPI_Win_free",
+    "MPI_Put",
+    "MPI_Get",
+    "MPI_Accumulate",
+    "MPI_Win_fence",
+    "MPI_Win_lock",
+    "MPI_Win_unlock",
+    "MPI_Win_flush",
+    "MPI_Comm_dup",
+    "MPI_Comm_split",
+    "MPI_Comm_create",
+    "MPI_Comm_free",
+];
+
+/// Which optional fields of an [`MpiCallBody`] hold a value.
+pub mod mpi_fields {
+    pub const BYTES: u16 = 1;
+    pub const RECV_BYTES: u16 = 2;
+    pub const PEER: u16 = 4;
+    pub const TAG: u16 = 8;
+    pub const ROOT: u16 = 16;
+    pub const FLOW_OUT: u16 = 32;
+    pub const FLOW_IN: u16 = 64;
+    /// `begin_ns` is in time-stamp counter ticks, like the head's
+    /// timestamp (which then has [`super::event_flags::TSC`]); the
+    /// collector converts both.
+    pub const TICKS: u16 = 128;
+}
+
+/// A completed MPI call (see [`event::MPI_CALL`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MpiCallBody {
+    /// Entry (`CLOCK_MONOTONIC` ns).
+    pub begin_ns: u64,
+    /// Bytes sent (or contributed, for collectives).
+    pub bytes: u64,
+    /// Bytes received (`MPI_Sendrecv`, receives and completed waits).
+    pub recv_bytes: u64,
+    /// Key of the message this call sent.
+    pub flow_out: u64,
+    /// Key of a message this call received.
+    pub flow_in: u64,
+    /// Index into [`MPI_FUNCTIONS`].
+    pub function: u16,
+    /// [`mpi_fields`] present.
+    pub fields: u16,
+    /// Bytes of the communicator id after the body.
+    pub comm_len: u16,
+    pub reserved: u16,
+    /// Peer's rank in the communicator.
+    pub peer: i32,
+    pub tag: i32,
+    pub root: i32,
+    /// Size of the communicator (0 when unknown).
+    pub comm_size: i32,
+}
+
+impl MpiCallBody {
+    /// Converts a record's tick `begin_ns` with `to_ns`, in place; `end_ns`
+    /// (the converted head timestamp) bounds it.
+    pub fn begin_to_ns(record_body: &mut [u8], end_ns: u64, to_ns: impl Fn(u64) -> u64) {
+        let Some(mut body) = read::<MpiCallBody>(record_body) else {
+            return;
+        };
+        if body.fields & mpi_fields::TICKS == 0 {
+            return;
+        }
+        body.fields &= !mpi_fields::TICKS;
+        body.begin_ns = to_ns(body.begin_ns).min(end_ns);
+        record_body[..std::mem::size_of::<MpiCallBody>()].copy_from_slice(as_bytes(&body));
+    }
+}
+
+/// When a clock comparison was made.
+pub mod mpi_phase {
+    /// Just after `MPI_Init` returned.
+    pub const INIT: u32 = 0;
+    /// Just before `MPI_Finalize` ran.
+    pub const FINALIZE: u32 = 1;
+}
+
+/// One clock comparison (see [`event::MPI_CLOCK`]): at this process's
+/// `local_ns` the reference rank's clock read `local_ns + offset_ns`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MpiClockBody {
+    pub local_ns: u64,
+    pub offset_ns: i64,
+    /// The shortest round trip of the exchange, which bounds the error.
+    pub rtt_ns: u64,
+    /// This process's rank in `MPI_COMM_WORLD`.
+    pub rank: i32,
+    /// `MPI_COMM_WORLD`'s size.
+    pub world_size: i32,
+    /// The rank compared with.
+    pub reference_rank: i32,
+    /// [`mpi_phase`].
+    pub phase: u32,
 }
 
 /// Fixed part of every event record (16 bytes).

@@ -5,7 +5,10 @@
 //! time order, finish it), and [`write_perfetto`], which feeds it a whole
 //! profile. On-CPU samples become `PerfSample`s; off-CPU samples become
 //! `off-CPU: <function>` slices over the blocked time on their thread's
-//! track. Memory stays bounded: the writer keeps only the open regions and
+//! track. Correlation ids become flows within a process; message keys
+//! (`flow_out`/`flow_in` region arguments: an MPI send and the receive it
+//! matched) become flows across processes. Memory stays bounded: the
+//! writer keeps only the open regions (with the flows their ENDs end) and
 //! off-CPU slices of each thread, the interning tables of the current
 //! sequence (cleared and restarted past a fixed size) and the track table.
 //! It never reads a database itself in [`PerfettoWriter`] and never holds
@@ -52,6 +55,10 @@ pub struct PerfettoStats {
     pub off_cpu_slices: u64,
     /// Track events plus samples (a slice, region or off-CPU, counts two).
     pub events: u64,
+    /// Message flows started: `flow_out` values of regions (send side).
+    pub message_flows_out: u64,
+    /// Message flows ended: `flow_in` values of regions (receive side).
+    pub message_flows_in: u64,
 }
 
 /// A stable, non-zero 64-bit hash (FNV-1a) used for track uuids and flow ids.
@@ -77,6 +84,19 @@ pub fn thread_uuid(guid: &str, tid: i64) -> u64 {
     hash64(&[b"t", guid.as_bytes(), &tid.to_le_bytes()])
 }
 
+/// Flow id of a message key: the value of a region's `flow_out` (send
+/// side) or `flow_in` (receive side) argument. It depends on the key
+/// alone, never on the process, so that the two ends, recorded by
+/// different processes, link. A key is a u64 in decimal; anything else is
+/// hashed as text.
+pub fn message_flow_id(key: &str) -> u64 {
+    let key = key.trim();
+    match key.parse::<u64>() {
+        Ok(v) => hash64(&[b"mpi", &v.to_le_bytes()]),
+        Err(_) => hash64(&[b"mpi", key.as_bytes()]),
+    }
+}
+
 struct Lane {
     uuid: u64,
     /// End times of the open regions, innermost last.
@@ -87,7 +107,7 @@ struct ThreadState {
     name: String,
     guid: Arc<str>,
     tid: i64,
-    shift: i64,
+    shift: source::Shift,
     lanes: Vec<Lane>,
 }
 
@@ -111,7 +131,7 @@ pub struct PerfettoWriter<W: Write> {
     inter_buf: Vec<u8>,
     frame: Vec<u8>,
     stats: PerfettoStats,
-    shifts: HashMap<String, i64>,
+    shifts: HashMap<String, source::Shift>,
     modules: HashMap<(String, Arc<str>), ModuleRow>,
     described: HashSet<u64, Fast>,
     thread_index: FastMap<(Arc<str>, i64), usize>,
@@ -123,6 +143,12 @@ pub struct PerfettoWriter<W: Write> {
     counters: FastMap<(Arc<str>, Option<i64>, String), u64>,
     pending: BinaryHeap<PendingEnd>,
     push_seq: u64,
+    /// Flows that end on a pending END (the receive side of messages), by
+    /// the END's tie-break. The receive's END, not its BEGIN: a receive
+    /// is often entered before the matching send, but returns after the
+    /// send began, and the trace processor links a flow's end only to a
+    /// flow it has already seen begin (in timestamp order).
+    end_flows: FastMap<u64, Vec<u64>>,
     // Interning state of the sequence.
     needs_reset: bool,
     interned: usize,
@@ -171,7 +197,7 @@ impl<W: Write> PerfettoWriter<W> {
     /// mapping ranges and build ids.
     pub fn new(
         out: W,
-        shifts: HashMap<String, i64>,
+        shifts: HashMap<String, source::Shift>,
         modules: Vec<ModuleRow>,
         clock_base: u64,
     ) -> Result<Self> {
@@ -195,6 +221,7 @@ impl<W: Write> PerfettoWriter<W> {
             counters: FastMap::default(),
             pending: BinaryHeap::new(),
             push_seq: 0,
+            end_flows: FastMap::default(),
             needs_reset: true,
             interned: 0,
             next_iid: 1,
@@ -281,8 +308,8 @@ impl<W: Write> PerfettoWriter<W> {
         i
     }
 
-    fn shift(&self, guid: &str) -> i64 {
-        self.shifts.get(guid).copied().unwrap_or(0)
+    fn shift(&self, guid: &str) -> source::Shift {
+        self.shifts.get(guid).copied().unwrap_or_default()
     }
 
     fn describe(&mut self, d: TrackDescriptor) -> Result<()> {
@@ -428,7 +455,7 @@ impl<W: Write> PerfettoWriter<W> {
     /// that is about to be written; ends of other processes compare on their
     /// own clock, which only reorders packets across tracks).
     fn close_until(&mut self, t: i64) -> Result<()> {
-        while let Some(Reverse((end, _, th, lane))) = self.pending.peek().copied() {
+        while let Some(Reverse((end, tie, th, lane))) = self.pending.peek().copied() {
             if end > t {
                 break;
             }
@@ -437,7 +464,24 @@ impl<W: Write> PerfettoWriter<W> {
             ts.lanes[lane].open.pop();
             let uuid = ts.lanes[lane].uuid;
             let at = (end + ts.shift).max(0) as u64;
-            self.fast_event(at, TYPE_SLICE_END, uuid, None, None, None, None)?;
+            let flows = if self.end_flows.is_empty() {
+                None
+            } else {
+                self.end_flows.remove(&tie)
+            };
+            match flows {
+                None => self.fast_event(at, TYPE_SLICE_END, uuid, None, None, None, None)?,
+                Some(terminating_flow_ids) => self.track_event(
+                    at,
+                    TrackEvent {
+                        r#type: Some(TYPE_SLICE_END),
+                        track_uuid: Some(uuid),
+                        terminating_flow_ids,
+                        ..Default::default()
+                    },
+                    None,
+                )?,
+            }
         }
         Ok(())
     }
@@ -500,7 +544,10 @@ impl<W: Write> PerfettoWriter<W> {
 
     /// Writes a region as a BEGIN now and an END at its end time (or, for a
     /// zero-length region, an INSTANT marker). Regions must arrive ordered
-    /// by start, parents before children.
+    /// by start, parents before children. A correlation id starts a flow
+    /// within its process; a `flow_out` argument (a message's send side)
+    /// starts the flow [`message_flow_id`] on the BEGIN and a `flow_in`
+    /// argument (its receive side) ends it on the END, across processes.
     pub fn region(&mut self, r: &RegionRow) -> Result<()> {
         self.close_until(r.start)?;
         self.maybe_reset()?;
@@ -510,6 +557,17 @@ impl<W: Write> PerfettoWriter<W> {
         let th = self.thread_track(&r.guid, r.pid, r.tid, None)?;
         let ts = (r.start + self.threads[th].shift).max(0) as u64;
         let plain = r.args.is_empty() && r.corr_id.is_none();
+        let mut flows_out = Vec::new();
+        let mut flows_in = Vec::new();
+        for (name, _, value) in &r.args {
+            match name.as_str() {
+                "flow_out" => flows_out.push(message_flow_id(value)),
+                "flow_in" => flows_in.push(message_flow_id(value)),
+                _ => {}
+            }
+        }
+        self.stats.message_flows_out += flows_out.len() as u64;
+        self.stats.message_flows_in += flows_in.len() as u64;
         let track = if r.is_marker() {
             self.stats.instants += 1;
             self.threads[th].lanes[0].uuid
@@ -519,6 +577,10 @@ impl<W: Write> PerfettoWriter<W> {
             self.push_seq += 1;
             self.pending
                 .push(Reverse((r.end, u64::MAX - self.push_seq, th, lane)));
+            if !flows_in.is_empty() {
+                self.end_flows
+                    .insert(u64::MAX - self.push_seq, std::mem::take(&mut flows_in));
+            }
             self.threads[th].lanes[lane].uuid
         };
         let ty = if r.is_marker() {
@@ -530,10 +592,12 @@ impl<W: Write> PerfettoWriter<W> {
             return self.fast_event(ts, ty, track, Some(name_iid), cat, None, inter.as_ref());
         }
         let debug_annotations = r.args.iter().map(|(n, t, v)| annotation(n, t, v)).collect();
-        let flow_ids = r
+        let mut flow_ids: Vec<u64> = r
             .corr_id
-            .map(|c| vec![hash64(&[b"f", r.guid.as_bytes(), &c.to_le_bytes()])])
-            .unwrap_or_default();
+            .map(|c| hash64(&[b"f", r.guid.as_bytes(), &c.to_le_bytes()]))
+            .into_iter()
+            .collect();
+        flow_ids.append(&mut flows_out);
         self.track_event(
             ts,
             TrackEvent {
@@ -543,6 +607,8 @@ impl<W: Write> PerfettoWriter<W> {
                 category_iids: cat.into_iter().collect(),
                 debug_annotations,
                 flow_ids,
+                // A marker's own receive side (its END is itself).
+                terminating_flow_ids: flows_in,
                 ..Default::default()
             },
             inter,
@@ -947,4 +1013,89 @@ pub fn write_perfetto<W: Write>(p: &Profile, out: W) -> Result<PerfettoStats> {
         }
     }
     Ok(w.finish()?.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn region(
+        guid: &str,
+        start: i64,
+        end: i64,
+        corr: Option<i64>,
+        args: &[(&str, &str)],
+    ) -> RegionRow {
+        RegionRow {
+            guid: Arc::from(guid),
+            pid: 1,
+            tid: 1,
+            name: Arc::from("MPI_Sendrecv"),
+            category: Some(Arc::from("mpi")),
+            start,
+            end,
+            corr_id: corr,
+            args: args
+                .iter()
+                .map(|(n, v)| (n.to_string(), "int".to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    /// (type, flow_ids, terminating_flow_ids) of every track event.
+    fn events(bytes: &[u8]) -> Vec<(i32, Vec<u64>, Vec<u64>)> {
+        Trace::decode(bytes)
+            .unwrap()
+            .packet
+            .into_iter()
+            .filter_map(|p| p.track_event)
+            .map(|e| (e.r#type.unwrap(), e.flow_ids, e.terminating_flow_ids))
+            .collect()
+    }
+
+    #[test]
+    fn message_flows_begin_on_the_send_and_end_on_the_receive_end() {
+        let mut w = PerfettoWriter::new(Vec::new(), HashMap::new(), Vec::new(), 0).unwrap();
+        // A Sendrecv with a correlation id: both flows start on its BEGIN,
+        // the received message's flow ends on its END.
+        w.region(&region(
+            "a",
+            10,
+            20,
+            Some(5),
+            &[("flow_out", "7"), ("flow_in", "8")],
+        ))
+        .unwrap();
+        // A zero-length receive (a marker) ends its flow on itself.
+        w.region(&region("b", 30, 30, None, &[("flow_in", "9")]))
+            .unwrap();
+        let (stats, out) = w.finish().unwrap();
+        assert_eq!((stats.message_flows_out, stats.message_flows_in), (1, 2));
+        let corr = hash64(&[b"f", b"a", &5i64.to_le_bytes()]);
+        assert_eq!(
+            events(&out),
+            vec![
+                (TYPE_SLICE_BEGIN, vec![corr, message_flow_id("7")], vec![]),
+                (TYPE_SLICE_END, vec![], vec![message_flow_id("8")]),
+                (TYPE_INSTANT, vec![], vec![message_flow_id("9")]),
+            ]
+        );
+    }
+
+    #[test]
+    fn message_flow_ids_depend_on_the_key_alone() {
+        assert_eq!(
+            message_flow_id("18446744073709551615"),
+            message_flow_id(" 18446744073709551615")
+        );
+        assert_ne!(message_flow_id("1"), message_flow_id("2"));
+        // Text that is no u64 is hashed as text, never as 0 or an error.
+        assert_ne!(message_flow_id("x1"), message_flow_id("0"));
+        assert_ne!(message_flow_id("x1"), message_flow_id("x2"));
+        // Not a correlation flow of any process.
+        assert_ne!(
+            message_flow_id("5"),
+            hash64(&[b"f", b"a", &5i64.to_le_bytes()])
+        );
+    }
 }

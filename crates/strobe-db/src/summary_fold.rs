@@ -1,0 +1,500 @@
+//! The summary tables of a profile read in place, one process at a time.
+//!
+//! Owns computing every table of [`crate::summary::tables`] for a profile
+//! of more than [`crate::reader::MAX_ATTACHED`] files (see
+//! [`crate::federation`]) in one pass over its processes instead of one
+//! pass per query: each process's database is opened once, on a worker's
+//! connection (two to four at a time, see [`crate::scan`]), its part of
+//! every table computed there natively from the same view definitions the
+//! profile uses, and the parts are folded together in process order. Sums,
+//! counts, minima and maxima combine; medians and deviations need every
+//! duration in order, so region durations are spilled to a temporary
+//! database (on disk, deleted when done) and summarised there with the same
+//! code as an attached profile. Memory grows with distinct names, threads
+//! and one process's rows, never with the number of processes (except the
+//! rows `--by-process` asks for). It never prints and never writes to an
+//! input.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use rusqlite::Connection;
+
+use crate::error::{Result, SqlContext};
+use crate::federation::{optional_tables, Definitions, Federation, Unit};
+use crate::reader::{Profile, StackCache};
+use crate::scan::{ordered_parallel, ProcessSamples};
+use crate::schema::{TableSet, ViewWindow};
+use crate::summary::{
+    duration_summary_on, finish_threads, CounterSumRow, FunctionFold, StoredMetric, Tables,
+    ThreadRow, Want, Weights,
+};
+
+/// A region row: guid and pid (with `--by-process`), name, duration.
+type RegionRow = (Option<String>, Option<i64>, Option<String>, i64);
+
+/// A region counter's partial sums: pid, sum, regions counted.
+type RegionCounterPart = (Option<i64>, Option<f64>, u64);
+
+/// One process's part of every table.
+#[derive(Default)]
+struct Part {
+    /// Region rows (guid and pid only with `--by-process`), name, duration.
+    regions: Vec<RegionRow>,
+    threads: Vec<ThreadRow>,
+    /// (tid, regions, summed duration).
+    thread_regions: Vec<(i64, u64, i64)>,
+    samples: Option<ProcessSamples>,
+    /// (guid, id, name, unit) of the counters read per thread.
+    counters: Vec<(String, i64, String, String)>,
+    /// (guid, id, definition).
+    metrics: Vec<(String, i64, StoredMetric)>,
+    /// (name, counter) → (pid, sum, regions).
+    region_counters: Vec<(String, String, RegionCounterPart)>,
+    /// (pid, stack, leaf name, counter, sum, samples).
+    function_counters: Vec<(i64, Option<i64>, String, String, f64, i64)>,
+}
+
+/// What every worker needs to compute a part.
+struct Job<'a> {
+    units: &'a [Unit],
+    defs: &'a Definitions,
+    window: ViewWindow,
+    want: Want,
+    time_kind: crate::SampleKind,
+    period: u64,
+}
+
+impl Job<'_> {
+    /// Process `k`'s part, on a connection of its own.
+    fn part(&self, k: usize) -> Result<Part> {
+        let unit = &self.units[k];
+        let ts = TableSet {
+            schema: "main".into(),
+            suffix: unit.suffix.clone(),
+        };
+        crate::scan::with_file(&unit.file, &ts, |conn| self.part_on(conn, k, &ts))
+    }
+
+    /// Process `k`'s part, read on `conn` (its file, as `main`).
+    fn part_on(&self, conn: &Connection, k: usize, ts: &TableSet) -> Result<Part> {
+        let unit = &self.units[k];
+        let path = unit.file.as_path();
+        let optional = optional_tables(conn, &unit.suffix).at(path)?;
+        let sql = |object: &str, select: &str, filter: &str| {
+            self.defs.unit_sql(
+                &unit.suffix,
+                &optional,
+                &self.window,
+                object,
+                select,
+                filter,
+            )
+        };
+        let by = self.want.by_process;
+        let mut part = Part::default();
+        if self.want.regions {
+            let q = sql("regions", "guid, pid, name, duration", "");
+            each_row(conn, path, &q, |r| {
+                part.regions.push((
+                    if by { r.get(0)? } else { None },
+                    if by { r.get(1)? } else { None },
+                    r.get(2)?,
+                    r.get(3)?,
+                ));
+                Ok(())
+            })?;
+        }
+        if self.want.threads {
+            let q = sql("threads", "guid, pid, tid, name, start, \"end\"", "");
+            each_row(conn, path, &q, |r| {
+                let (s, e): (Option<i64>, Option<i64>) = (r.get(4)?, r.get(5)?);
+                part.threads.push(ThreadRow {
+                    guid: r.get(0)?,
+                    pid: r.get(1)?,
+                    tid: r.get(2)?,
+                    name: r.get(3)?,
+                    samples: 0,
+                    sampled_ns: 0,
+                    sample_pct: 0.0,
+                    off_cpu_ns: 0,
+                    regions: 0,
+                    region_total_ns: 0,
+                    lifetime_ns: s.zip(e).map(|(s, e)| e - s),
+                });
+                Ok(())
+            })?;
+            let q = sql(
+                "regions",
+                "tid, COUNT(*), SUM(duration)",
+                " GROUP BY guid, tid",
+            );
+            each_row(conn, path, &q, |r| {
+                part.thread_regions
+                    .push((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64, r.get(2)?));
+                Ok(())
+            })?;
+        }
+        if self.want.functions || self.want.threads {
+            let t = crate::scan::tally(
+                conn,
+                "main",
+                &unit.suffix,
+                (self.window.start, self.window.end),
+                (None, None),
+            )?;
+            let guid: Arc<str> = Arc::from(unit.guid.as_str());
+            part.samples = Some(crate::scan::map_tally(
+                conn,
+                ts,
+                k,
+                &guid,
+                path,
+                t,
+                self.time_kind,
+                self.period,
+                self.want.functions,
+            )?);
+        }
+        let q = sql(
+            "rocpd_info_pmc",
+            "guid, id, name, COALESCE(units, '')",
+            " WHERE json_extract(extdata, '$.strobe') = 'sampling_events'",
+        );
+        each_row(conn, path, &q, |r| {
+            part.counters
+                .push((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?));
+            Ok(())
+        })?;
+        let q = sql(
+            "strobe_metric",
+            "guid, id, name, kind, expression, unit, description, requested",
+            "",
+        );
+        each_row(conn, path, &q, |r| {
+            part.metrics.push((
+                r.get(0)?,
+                r.get(1)?,
+                StoredMetric {
+                    name: r.get(2)?,
+                    kind: r.get(3)?,
+                    expression: r.get(4)?,
+                    unit: r.get(5)?,
+                    description: r.get(6)?,
+                    requested: r.get::<_, i64>(7)? != 0,
+                },
+            ));
+            Ok(())
+        })?;
+        if self.want.regions {
+            let q = sql(
+                "strobe_region_counters",
+                "MIN(pid), name, counter, SUM(value), COUNT(DISTINCT region_id)",
+                " GROUP BY name, counter",
+            );
+            each_row(conn, path, &q, |r| {
+                part.region_counters.push((
+                    r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                    r.get(2)?,
+                    (r.get(0)?, r.get(3)?, r.get::<_, i64>(4)?.max(0) as u64),
+                ));
+                Ok(())
+            })?;
+        }
+        if self.want.functions {
+            self.function_counters(conn, path, ts, k, &unit.guid, &mut part)?;
+        }
+        Ok(part)
+    }
+
+    /// The counter sums per stack of the samples (the query
+    /// [`crate::summary::function_counter_summary`] runs per process),
+    /// each stack named by its innermost frame.
+    fn function_counters(
+        &self,
+        conn: &Connection,
+        path: &Path,
+        ts: &TableSet,
+        k: usize,
+        guid: &str,
+        part: &mut Part,
+    ) -> Result<()> {
+        let sf = &ts.suffix;
+        let mut window = String::new();
+        if let Some(lo) = self.window.start {
+            window.push_str(&format!(" AND CS.timestamp >= {lo}"));
+        }
+        if let Some(hi) = self.window.end {
+            window.push_str(&format!(" AND CS.timestamp <= {hi}"));
+        }
+        let q = format!(
+            "SELECT MIN(P.pid), E.stack_id, PI.name, SUM(CS.value), COUNT(*) \
+             FROM main.\"strobe_counter_sample{sf}\" CS \
+               JOIN main.\"rocpd_info_pmc{sf}\" PI ON PI.id = CS.pmc_id \
+               JOIN main.\"rocpd_info_process{sf}\" P ON P.id = PI.pid \
+               JOIN main.\"rocpd_sample{sf}\" S ON S.track_id = CS.track_id \
+                 AND S.timestamp = CS.timestamp \
+               JOIN main.\"rocpd_event{sf}\" E ON E.id = S.event_id \
+             WHERE json_extract(PI.extdata, '$.strobe') = 'sampling_events'{window} \
+             GROUP BY E.stack_id, PI.name"
+        );
+        let mut rows = Vec::new();
+        each_row(conn, path, &q, |r| {
+            rows.push((
+                r.get::<_, i64>(0)?,
+                r.get::<_, Option<i64>>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, f64>(3)?,
+                r.get::<_, i64>(4)?,
+            ));
+            Ok(())
+        })?;
+        let mut cache = StackCache::default();
+        for (pid, stack, counter, sum, n) in rows {
+            let leaf = match stack {
+                Some(s) => cache
+                    .resolve(conn, ts, k, guid, path, s)?
+                    .first()
+                    .map(|f| f.display_name()),
+                None => None,
+            }
+            .unwrap_or_else(|| "[no stack]".to_string());
+            part.function_counters
+                .push((pid, stack, leaf, counter, sum, n));
+        }
+        Ok(())
+    }
+}
+
+/// Runs `sql` on `conn`, calling `f` with each row.
+fn each_row(
+    conn: &Connection,
+    path: &Path,
+    sql: &str,
+    mut f: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<()>,
+) -> Result<()> {
+    let mut st = conn.prepare(sql).at(path)?;
+    let mut rows = st.query([]).at(path)?;
+    while let Some(r) = rows.next().at(path)? {
+        f(r).at(path)?;
+    }
+    Ok(())
+}
+
+/// Region durations of every process, on disk until summarised.
+struct Spill {
+    conn: Connection,
+}
+
+impl Spill {
+    fn new() -> Result<Spill> {
+        let path = Path::new("<temporary database>");
+        // An empty name is a private temporary database on disk, removed
+        // when the connection closes.
+        let conn = Connection::open("").at(path)?;
+        conn.execute_batch(
+            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -8192;
+             CREATE TABLE d (guid TEXT, pid INTEGER, name TEXT, duration INTEGER);
+             BEGIN;",
+        )
+        .at(path)?;
+        Ok(Spill { conn })
+    }
+
+    fn add(&self, rows: &[RegionRow]) -> Result<()> {
+        let path = Path::new("<temporary database>");
+        let mut st = self
+            .conn
+            .prepare_cached("INSERT INTO d (guid, pid, name, duration) VALUES (?1, ?2, ?3, ?4)")
+            .at(path)?;
+        for (g, p, n, d) in rows {
+            st.execute(rusqlite::params![g, p, n, d]).at(path)?;
+        }
+        Ok(())
+    }
+}
+
+/// Every table `want` asks for over the processes of `fed`, in one pass
+/// (see the module documentation). `p` is the profile `fed` belongs to.
+pub(crate) fn tables(p: &Profile, fed: &Federation, want: Want) -> Result<Tables> {
+    let time_kind = crate::summary::time_kind(p)?;
+    let period = crate::summary::sampling_period_ns(p).max(0) as u64;
+    let defs = fed.definitions();
+    let units = fed.units();
+    let job = Job {
+        units,
+        defs: &defs,
+        window: fed.window(),
+        want,
+        time_kind,
+        period,
+    };
+    let spill = if want.regions {
+        Some(Spill::new()?)
+    } else {
+        None
+    };
+    let mut functions = FunctionFold::default();
+    let mut threads: HashMap<(String, i64), ThreadRow> = HashMap::new();
+    let mut counters: Vec<(String, i64, String, String)> = Vec::new();
+    let mut metrics: Vec<(String, i64, StoredMetric)> = Vec::new();
+    let mut region_counters: HashMap<(Option<String>, String, String), RegionCounterPart> =
+        HashMap::new();
+    // (group, leaf) → (pid, counter → sum, samples).
+    type FnCounters = (Option<i64>, HashMap<String, f64>, u64);
+    let mut function_counters: HashMap<(Option<String>, String), FnCounters> = HashMap::new();
+    let by = want.by_process;
+    let work = |k: usize| job.part(k);
+    ordered_parallel(units.len(), &work, &mut |k, part: Part| {
+        fed.report("summary", k + 1);
+        let guid = &units[k].guid;
+        if let Some(s) = &spill {
+            s.add(&part.regions)?;
+        }
+        for t in part.threads {
+            threads.insert((t.guid.clone(), t.tid), t);
+        }
+        for (tid, n, total) in part.thread_regions {
+            if let Some(t) = threads.get_mut(&(guid.clone(), tid)) {
+                t.regions = n;
+                t.region_total_ns = total;
+            }
+        }
+        if let Some(ps) = &part.samples {
+            if want.functions {
+                functions.add(ps, by);
+            }
+            if want.threads {
+                let mut per_thread: HashMap<i64, Weights> = HashMap::new();
+                for g in &ps.groups {
+                    per_thread.entry(g.tid).or_default().add(&Weights {
+                        samples: g.samples,
+                        ns: g.cpu_ns,
+                        off_cpu_ns: g.off_cpu_ns,
+                    });
+                }
+                for (tid, w) in per_thread {
+                    if let Some(t) = threads.get_mut(&(guid.clone(), tid)) {
+                        t.samples = w.samples;
+                        t.sampled_ns = w.ns;
+                        t.off_cpu_ns = w.off_cpu_ns;
+                    }
+                }
+            }
+        }
+        counters.extend(part.counters);
+        metrics.extend(part.metrics);
+        let gk = by.then(|| guid.clone());
+        for (name, counter, (pid, sum, n)) in part.region_counters {
+            let e = region_counters
+                .entry((gk.clone(), name, counter))
+                .or_insert((None, None, 0));
+            if by {
+                e.0 = pid;
+            }
+            if let Some(v) = sum {
+                e.1 = Some(e.1.unwrap_or(0.0) + v);
+            }
+            e.2 += n;
+        }
+        let mut counted: HashSet<Option<i64>> = HashSet::new();
+        for (pid, stack, leaf, counter, sum, n) in part.function_counters {
+            let e = function_counters.entry((gk.clone(), leaf)).or_insert((
+                by.then_some(pid),
+                HashMap::new(),
+                0,
+            ));
+            if counted.insert(stack) {
+                e.2 += n.max(0) as u64;
+            }
+            *e.1.entry(counter).or_insert(0.0) += sum;
+        }
+        Ok(())
+    })?;
+    fed.report("summary", units.len());
+
+    // The counters in the order they were first described, each once.
+    counters.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    let mut names: Vec<(String, String)> = Vec::new();
+    for (_, _, name, unit) in counters {
+        if !names.iter().any(|(n, _)| *n == name) {
+            names.push((name, unit));
+        }
+    }
+    metrics.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    let mut stored: Vec<StoredMetric> = Vec::new();
+    for (_, _, m) in metrics {
+        if !stored.iter().any(|x| x.name == m.name) {
+            stored.push(m);
+        }
+    }
+    let regions = match spill {
+        Some(s) => {
+            let path = Path::new("<temporary database>");
+            s.conn.execute_batch("COMMIT").at(path)?;
+            Some(duration_summary_on(
+                &s.conn, path, "d", "name", "duration", by,
+            )?)
+        }
+        None => None,
+    };
+    let slot = |counter: &str| names.iter().position(|(c, _)| c == counter);
+    let region_counters = (want.regions && !names.is_empty()).then(|| {
+        let mut out: std::collections::BTreeMap<(Option<String>, String), CounterSumRow> =
+            Default::default();
+        for ((gk, name, counter), (pid, sum, n)) in region_counters {
+            let Some(i) = slot(&counter) else { continue };
+            let row = out
+                .entry((gk.clone(), name.clone()))
+                .or_insert_with(|| CounterSumRow {
+                    pid: None,
+                    guid: gk,
+                    name,
+                    count: 0,
+                    sums: vec![None; names.len()],
+                });
+            if by {
+                row.pid = pid;
+            }
+            row.count = row.count.max(n);
+            if let Some(v) = sum {
+                row.sums[i] = Some(row.sums[i].unwrap_or(0.0) + v);
+            }
+        }
+        out.into_values().collect()
+    });
+    let function_counters = (want.functions && !names.is_empty()).then(|| {
+        let mut out: Vec<CounterSumRow> = function_counters
+            .into_iter()
+            .filter_map(|((gk, name), (pid, sums, count))| {
+                let mut row = CounterSumRow {
+                    pid,
+                    guid: gk,
+                    name,
+                    count,
+                    sums: vec![None; names.len()],
+                };
+                let mut any = false;
+                for (counter, v) in sums {
+                    if let Some(i) = slot(&counter) {
+                        row.sums[i] = Some(v);
+                        any = true;
+                    }
+                }
+                any.then_some(row)
+            })
+            .collect();
+        out.sort_by(|a, b| (&a.guid, &a.name).cmp(&(&b.guid, &b.name)));
+        out
+    });
+    Ok(Tables {
+        regions,
+        functions: want.functions.then(|| functions.finish()),
+        threads: want.threads.then(|| finish_threads(threads, by)),
+        metrics: if names.is_empty() { Vec::new() } else { stored },
+        counters: names,
+        region_counters,
+        function_counters,
+    })
+}
