@@ -277,7 +277,7 @@ pub fn run(mut a: ConvertArgs) -> anyhow::Result<()> {
         return run_diff(&a, &fmts, &d[0], &d[1], fold);
     }
     let opened = Instant::now();
-    let mut p = Profile::open(&a.inputs)?;
+    let mut p = crate::progress::open_profile(&a.inputs)?;
     apply_window(&mut p, &a)?;
     let stem = a.output.clone().unwrap_or_else(|| {
         p.files()

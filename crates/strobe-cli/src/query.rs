@@ -1,9 +1,11 @@
 //! `strobe query`: SQL over one or many profile databases.
 //!
 //! Owns parsing the command's arguments (inputs default to the latest run),
-//! opening the inputs as one logical database (strobe-db's `Profile`),
-//! applying `--start/--end`, and printing the rows. It never computes
-//! results itself.
+//! opening the inputs as one logical database (strobe-db's `Profile`; over
+//! more than ten databases it reads them in place, one at a time, and any
+//! SQL means what it means over the same data merged: see
+//! docs/profile-db.md, Many databases), applying `--start/--end`, and
+//! printing the rows. It never computes results itself.
 
 use std::cell::RefCell;
 use std::io::Write;
@@ -52,8 +54,11 @@ pub fn run(mut a: QueryArgs) -> anyhow::Result<()> {
     if a.inputs.is_empty() {
         a.inputs = vec![crate::run_dir::default_input()?.display().to_string()];
     }
-    let mut profile = strobe_db::Profile::open(&a.inputs)?;
+    let mut profile = crate::progress::open_profile(&a.inputs)?;
     profile.set_window_text(a.start.as_deref(), a.end.as_deref())?;
+    // Over many databases (read in place), a bar while they are scanned;
+    // cleared before the first row is written.
+    let bar = RefCell::new(Some(crate::progress::ScanBar::start(&profile, "querying")));
     let stdout = std::io::stdout();
     let out = std::io::BufWriter::new(stdout.lock());
     let table: RefCell<Option<TableOut<_>>> = RefCell::new(None);
@@ -67,6 +72,7 @@ pub fn run(mut a: QueryArgs) -> anyhow::Result<()> {
             Err(e) => *io_err.borrow_mut() = Some(e),
         },
         &mut |vals| {
+            bar.borrow_mut().take();
             if let Some(t) = table.borrow_mut().as_mut() {
                 let cells: Vec<Cell> = vals.iter().cloned().map(Cell::from).collect();
                 if let Err(e) = t.row(&cells) {
@@ -81,6 +87,7 @@ pub fn run(mut a: QueryArgs) -> anyhow::Result<()> {
             Ok(())
         },
     );
+    drop(bar);
     let table = table.into_inner();
     if let Some(e) = io_err.into_inner() {
         if e.kind() == std::io::ErrorKind::BrokenPipe {

@@ -480,6 +480,7 @@ fn the_programs_exit_code_becomes_strobes() {
 fn stress_fifty_runs_threads_fork_exec_dlopen_malloc() {
     let _turn = one_at_a_time();
     let bin = built();
+    let mut runs_with_children = 0;
     for run in 0..50 {
         let out = tempfile::tempdir().unwrap();
         let o = sample_with(
@@ -503,8 +504,14 @@ fn stress_fifty_runs_threads_fork_exec_dlopen_malloc() {
         // it was sampled (it works ~2 ms), and the forked child that only
         // exec'd when a sample fell in its few microseconds (timers start
         // at a random point of their first period, so a short life is
-        // sampled with the probability its length deserves).
-        assert!((2..=4).contains(&dbs.len()), "run {run}: {dbs:?}");
+        // sampled with the probability its length deserves). The child that
+        // works (a few ms) can, rarely, end before any timer fired: under a
+        // loaded CI it once left no database in 50 runs. Each run needs the
+        // parent; the child must show in almost every run.
+        assert!((1..=4).contains(&dbs.len()), "run {run}: {dbs:?}");
+        if dbs.len() >= 2 {
+            runs_with_children += 1;
+        }
         for db in &dbs {
             let p = Profile::open(&[db.display().to_string()])
                 .unwrap_or_else(|e| panic!("run {run}: {e}"));
@@ -527,6 +534,10 @@ fn stress_fifty_runs_threads_fork_exec_dlopen_malloc() {
             .unwrap();
         assert_eq!(parent.1, 257, "run {run}: main + 256 threads recorded");
     }
+    assert!(
+        runs_with_children >= 45,
+        "the forked children were profiled in only {runs_with_children} of 50 runs"
+    );
 }
 
 #[test]

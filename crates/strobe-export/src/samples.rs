@@ -137,6 +137,9 @@ fn reader_thread(
 
 /// Where one stream of a process's ordered samples comes from.
 enum Feed<'p> {
+    /// A finished stream (its buffers freed: a profile read in place has
+    /// one finished stream per process).
+    Done,
     /// A reader thread's batches.
     Thread {
         rx: std::sync::mpsc::Receiver<Batch>,
@@ -157,6 +160,7 @@ enum Feed<'p> {
 impl Feed<'_> {
     fn next(&mut self) -> Option<DbResult<Raw>> {
         match self {
+            Feed::Done => None,
             Feed::Thread { rx, batch } => loop {
                 if let Some(r) = batch.next() {
                     return Some(Ok(r));
@@ -264,7 +268,7 @@ impl Samples<'_> {
                     return Ok(());
                 }
                 Some(Err(e)) => return Err(e.into()),
-                None => {} // no sample in the window: the next one
+                None => self.feeds[f] = Feed::Done, // no sample in the window: the next one
             }
         }
         Ok(())
@@ -306,7 +310,10 @@ impl Iterator for Samples<'_> {
                         .heads
                         .push(std::cmp::Reverse(((r.timestamp, r.tid, k), Head(r)))),
                     Some(Err(e)) => return Some(Err(e.into())),
-                    None => finished += 1,
+                    None => {
+                        self.feeds[k] = Feed::Done;
+                        finished += 1;
+                    }
                 }
             }
             for _ in 0..finished {
@@ -323,6 +330,7 @@ impl Iterator for Samples<'_> {
             Some(Err(e)) => return Some(Err(e.into())),
             None => {
                 std::collections::binary_heap::PeekMut::pop(top);
+                self.feeds[k] = Feed::Done;
                 if let Err(e) = self.start_next() {
                     return Some(Err(e));
                 }
