@@ -187,6 +187,10 @@ fn queries_mean_the_same_over_the_rank_databases() {
         // A view over every process (`top`) and an aggregate over settings.
         "select name, total_calls from top order by total_calls desc, name limit 5",
         "select count(*), sum(cast(value as integer)) from strobe_settings where name = 'mpi.rank'",
+        // Comparisons in another collation and against text: the column's
+        // affinity applies as in the view.
+        "select count(*) from regions where name = 'mpi_waitall' collate nocase",
+        "select count(*) from threads where pid = '40000'",
         // A lookup of one process by guid, as the inner loop of a join does.
         "select p.pid, n.hostname from processes p join rocpd_info_node n on n.guid = p.guid \
          order by p.pid, n.hostname limit 3",

@@ -49,7 +49,9 @@ pub const POOL: usize = 8;
 /// Views whose rows combine processes: ordinary views over the federated
 /// tables (every other data view is federated, computed per process).
 /// A new data view that aggregates across processes must be listed here
-/// (a test checks that every data view is classified).
+/// (`tests/federation.rs` compares every view with the same processes
+/// merged into one file, and fails on one computed per process by
+/// mistake).
 pub const CROSS_PROCESS_VIEWS: [&str; 3] = ["top_kernels", "busy", "top"];
 
 /// The module name the virtual tables are created with.
@@ -186,12 +188,20 @@ impl Federation {
             deps.insert(name.clone(), quoted_names(body, &known));
         }
         let mut columns = HashMap::new();
+        let mut types = HashMap::new();
         for o in &objects {
             let sql = format!("SELECT * FROM temp.\"{o}\" LIMIT 0");
             let st = template.prepare(&sql).at(&first.file)?;
+            let cols = st.columns();
             columns.insert(
                 o.clone(),
-                st.column_names().iter().map(|c| c.to_string()).collect(),
+                cols.iter().map(|c| c.name().to_string()).collect(),
+            );
+            types.insert(
+                o.clone(),
+                cols.iter()
+                    .map(|c| c.decl_type().map(String::from))
+                    .collect(),
             );
         }
         drop(template);
@@ -209,6 +219,7 @@ impl Federation {
                 bodies,
                 deps,
                 columns,
+                types,
             }),
             progress: RefCell::new(None),
         });
@@ -346,6 +357,10 @@ pub struct Definitions {
     deps: HashMap<String, Vec<String>>,
     /// Object → its columns.
     columns: HashMap<String, Vec<String>>,
+    /// Object → its columns' declared types (a column that is an
+    /// expression has none), so that the virtual table compares values
+    /// with the same affinity as the view it stands for.
+    types: HashMap<String, Vec<Option<String>>>,
 }
 
 impl Definitions {
@@ -593,11 +608,22 @@ unsafe impl<'vtab> VTab<'vtab> for FedTab {
             .get(&object)
             .cloned()
             .ok_or_else(|| module_error(format!("strobe_fed: unknown object {object}")))?;
+        let types = fed.defs.types.get(&object).cloned().unwrap_or_default();
         let decl = format!(
             "CREATE TABLE x({})",
             columns
                 .iter()
-                .map(|c| format!("\"{}\"", c.replace('"', "\"\"")))
+                .enumerate()
+                .map(|(i, c)| {
+                    let ty = types
+                        .get(i)
+                        .cloned()
+                        .flatten()
+                        .filter(|t| t.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == ' '))
+                        .map(|t| format!(" {t}"))
+                        .unwrap_or_default();
+                    format!("\"{}\"{ty}", c.replace('"', "\"\""))
+                })
                 .collect::<Vec<_>>()
                 .join(", ")
         );
@@ -622,8 +648,16 @@ unsafe impl<'vtab> VTab<'vtab> for FedTab {
         let mut plan = Vec::new();
         let (mut guid_eq, mut id_eq, mut narrowed) = (false, false, 0u32);
         let mut argv = 0;
-        for (c, mut u) in info.constraints_and_usages() {
-            if !c.is_usable() || c.column() < 0 {
+        // Only comparisons in the default collation are pushed down: the
+        // per-process query compares natively, in BINARY.
+        let binary: Vec<bool> = (0..info.constraints().count())
+            .map(|i| {
+                info.collation(i)
+                    .is_ok_and(|c| c.eq_ignore_ascii_case("BINARY"))
+            })
+            .collect();
+        for (i, (c, mut u)) in info.constraints_and_usages().enumerate() {
+            if !c.is_usable() || c.column() < 0 || !binary[i] {
                 continue;
             }
             let Some(op) = op_sql(&c.operator()) else {
@@ -876,7 +910,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_data_view_is_classified_and_known() {
+    fn cross_process_views_are_data_views() {
         for v in CROSS_PROCESS_VIEWS {
             assert!(schema::DATA_VIEW_NAMES.contains(&v), "{v}");
         }

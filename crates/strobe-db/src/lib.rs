@@ -5,7 +5,9 @@
 //! them, the standard rocpd data and summary views) plus `strobe_` tables
 //! for modules, interned frames and call sites, counter time series and
 //! settings. This crate owns the schema ([`schema`]), the streaming
-//! [`Writer`], the multi-file [`Profile`] reader, the fast raw scans of
+//! [`Writer`], the multi-file [`Profile`] reader (any number of files: more
+//! than ten are read in place, [`federation`]), synthetic MPI jobs for tests
+//! and benchmarks ([`synth`]), the fast raw scans of
 //! samples for readers on threads of their own ([`scan`]), the physical
 //! [`merge`], the [`summary`] computations and the MPI ones ([`mpi`]),
 //! the symbolization storage ([`symbols`]) and the causal-profiling

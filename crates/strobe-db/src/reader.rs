@@ -494,7 +494,10 @@ impl Profile {
         self.sets.len()
     }
     /// The connection, with the TEMP views in place. Query it freely; it is
-    /// read-only towards the inputs.
+    /// read-only towards the inputs. When the inputs are read in place
+    /// ([`Profile::is_federated`]), the unsuffixed names are virtual tables
+    /// and the processes' suffixed tables are not reachable here: use
+    /// [`Profile::with_set_connection`].
     pub fn connection(&self) -> &Connection {
         &self.conn
     }

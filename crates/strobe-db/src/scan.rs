@@ -3,8 +3,11 @@
 //! threads), `rocpd_sample` rows mapped to OS ids, stacks and kinds from
 //! small per-process caches with the weight read from `extdata` without a
 //! JSON parser, and the samples counted per (process, thread, stack) by
-//! worker threads ([`sample_groups`], shared by the summary and the
-//! exports).
+//! worker threads, handed over one process at a time in order
+//! ([`for_each_process`], shared by the summary and the exports; the
+//! worker pool, [`ordered_parallel`], also serves the summary of a
+//! profile read in place). A worker keeps the last file it opened for
+//! the next process of the same file (a merged file holds many).
 //!
 //! It never orders rows (exporters sort what they stream), never writes
 //! and never formats output.

@@ -6,8 +6,11 @@
 //! on and off CPU, from each sample's weight) and per-thread totals.
 //! Memory grows with the number of distinct names, call stacks and threads,
 //! never with the number of rows: medians and deviations are computed in a
-//! second streaming pass over rows sorted by SQLite. It never formats or
-//! prints; the CLI, the Python package and exporters share it.
+//! second streaming pass over rows sorted by SQLite; sampled functions are
+//! folded one process at a time. [`tables`] computes every table at once
+//! (for a profile read in place, in one pass over its processes:
+//! `summary_fold`). It never formats or prints; the CLI, the Python package
+//! and exporters share it.
 
 use std::collections::{HashMap, HashSet};
 
@@ -52,7 +55,7 @@ pub struct Tables {
 /// Every table `want` asks for. For a profile read in place (more than
 /// [`crate::reader::MAX_ATTACHED`] files) they are computed in one pass
 /// over its processes, each database opened once
-/// ([`crate::summary_fold`]); otherwise by the functions of this module,
+/// (`summary_fold`); otherwise by the functions of this module,
 /// one query each. Both give the same rows (sums of floating-point counter
 /// values may differ in their last bits: they are added in another order).
 pub fn tables(p: &Profile, want: Want) -> Result<Tables> {
