@@ -22,21 +22,27 @@ const NODES: u32 = 8;
 const OPEN_FILES: u64 = 128;
 
 struct Job {
-    _dir: tempfile::TempDir,
     /// The rank databases (`run/<host>/<pid>.db`).
     run: PathBuf,
     /// The same processes merged per node (`nodes/<host>.db`).
     nodes: PathBuf,
-    /// Where outputs go.
-    out: PathBuf,
 }
 
-/// The job, written once for every test of this file.
+/// A directory for one test's outputs, removed when the test ends (the
+/// job itself stays for the other tests: a static is never dropped).
+fn outputs() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+/// The job, written once for every test of this file into the target's
+/// scratch directory (a static is never dropped, so a temporary directory
+/// would be left behind by every run; this one is replaced by the next).
 fn job() -> &'static Job {
     static JOB: OnceLock<Job> = OnceLock::new();
     JOB.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let run = dir.path().join("run");
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("many_ranks");
+        let _ = std::fs::remove_dir_all(&dir);
+        let run = dir.join("run");
         let spec = strobe_db::synth::JobSpec {
             ranks: RANKS,
             nodes: NODES,
@@ -48,7 +54,7 @@ fn job() -> &'static Job {
         };
         let written = strobe_db::synth::write_job(&run, &spec, 2, &|_| {}).unwrap();
         assert_eq!(written.len(), RANKS as usize);
-        let nodes = dir.path().join("nodes");
+        let nodes = dir.join("nodes");
         let o = strobe(
             &[
                 "merge",
@@ -62,14 +68,7 @@ fn job() -> &'static Job {
             None,
         );
         assert!(o.status.success(), "{}", stderr(&o));
-        let out = dir.path().join("out");
-        std::fs::create_dir_all(&out).unwrap();
-        Job {
-            _dir: dir,
-            run,
-            nodes,
-            out,
-        }
+        Job { run, nodes }
     })
 }
 
@@ -159,7 +158,8 @@ fn the_per_node_merge_holds_every_process() {
 #[test]
 fn one_merged_file_refuses_more_processes_than_it_can_hold() {
     let j = job();
-    let out = j.out.join("all.db");
+    let dir = outputs();
+    let out = dir.path().join("all.db");
     let o = strobe(&["merge", "--quiet", "-i", s(&j.run), "-o", s(&out)], None);
     assert!(!o.status.success());
     let e = stderr(&o);
@@ -168,7 +168,7 @@ fn one_merged_file_refuses_more_processes_than_it_can_hold() {
         "{e}"
     );
     assert!(!out.exists());
-    assert!(!j.out.join("all.db.partial").exists());
+    assert!(!dir.path().join("all.db.partial").exists());
 }
 
 #[test]
@@ -258,6 +258,7 @@ fn perfetto_counts(path: &Path) -> [usize; 4] {
 #[test]
 fn conversions_hold_the_same_events() {
     let j = job();
+    let out = outputs();
     let o = strobe(
         &[
             "convert",
@@ -268,7 +269,7 @@ fn conversions_hold_the_same_events() {
             "-o",
             "merged",
             "-d",
-            s(&j.out),
+            s(out.path()),
             "-i",
             s(&j.nodes),
         ],
@@ -285,17 +286,17 @@ fn conversions_hold_the_same_events() {
             "-o",
             "many",
             "-d",
-            s(&j.out),
+            s(out.path()),
             "-i",
             s(&j.run),
         ],
         Some(OPEN_FILES),
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    let read = |n: &str| std::fs::read_to_string(j.out.join(n)).unwrap();
+    let read = |n: &str| std::fs::read_to_string(out.path().join(n)).unwrap();
     same_lines(&read("many.folded"), &read("merged.folded"), "folded");
-    let counts = perfetto_counts(&j.out.join("many.pftrace"));
-    assert_eq!(counts, perfetto_counts(&j.out.join("merged.pftrace")));
+    let counts = perfetto_counts(&out.path().join("many.pftrace"));
+    assert_eq!(counts, perfetto_counts(&out.path().join("merged.pftrace")));
     assert!(counts.iter().all(|n| *n > 0), "{counts:?}");
     // CSV: the same rows (in an order of their own over many databases).
     for table in ["regions", "samples", "threads", "processes", "counters"] {
@@ -316,6 +317,7 @@ fn conversions_hold_the_same_events() {
 #[test]
 fn other_formats_work_with_few_open_files() {
     let j = job();
+    let out = outputs();
     let o = strobe(
         &[
             "convert",
@@ -326,7 +328,7 @@ fn other_formats_work_with_few_open_files() {
             "-o",
             "few",
             "-d",
-            s(&j.out),
+            s(out.path()),
             "-i",
             s(&j.run),
         ],
@@ -334,7 +336,7 @@ fn other_formats_work_with_few_open_files() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     for f in ["few.trace.json", "few.pb.gz", "few.firefox.json"] {
-        assert!(j.out.join(f).metadata().unwrap().len() > 0, "{f}");
+        assert!(out.path().join(f).metadata().unwrap().len() > 0, "{f}");
     }
     let o = strobe(
         &[
@@ -344,7 +346,7 @@ fn other_formats_work_with_few_open_files() {
             "-i",
             s(&j.run),
             "-o",
-            s(&j.out.join("nodes-again")),
+            s(&out.path().join("nodes-again")),
         ],
         Some(OPEN_FILES),
     );
