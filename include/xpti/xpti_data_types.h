@@ -42,7 +42,7 @@ typedef int32_t xpti_result_t;
 #define XPTI_INVALID_STRING_ID ((xpti_string_id_t)UINT32_MAX)
 #define XPTI_INVALID_OBJECT_ID ((xpti_object_id_t)-1)
 #define XPTI_INVALID_UID ((uint64_t)0)
-#define XPTI_INVALID_STREAM_ID ((xpti_stream_id_t)0)
+#define XPTI_INVALID_STREAM_ID ((xpti_stream_id_t)255)
 #define XPTI_INVALID_LINE ((uint32_t)UINT32_MAX)
 
 /* Payload availability flags (payload_t::flags). */

@@ -22,7 +22,8 @@
 extern "C" {
 #endif
 
-/* Reference-counted framework start/stop (the framework also starts lazily). */
+/* Reference-counted framework start/stop (the framework also starts lazily).
+ * Both return XPTI_RC_SUCCESS to callers that read a result. */
 XPTI_EXPORT_API void xptiFrameworkInitialize(void);
 XPTI_EXPORT_API void xptiFrameworkFinalize(void);
 
@@ -40,14 +41,16 @@ XPTI_EXPORT_API bool xptiTraceEnabled(void);
 /* Tracing on and a callback registered for (stream, type); type 0 = any. */
 XPTI_EXPORT_API bool xptiCheckTraceEnabled(uint8_t stream, uint16_t type);
 
-/* Stream id (1..255) for a name; XPTI_INVALID_STREAM_ID (0) for a null or
- * empty name or when 255 streams exist. */
+/* Stream id (1..254) for a name; XPTI_INVALID_STREAM_ID (255) for a null or
+ * empty name or when 254 streams exist. */
 XPTI_EXPORT_API uint8_t xptiRegisterStream(const char *stream_name);
-/* Removes the stream's callbacks; NOTFOUND for an unknown name. */
+/* Removes the stream's callbacks; NOTFOUND for an unknown name or a stream
+ * without callbacks. */
 XPTI_EXPORT_API xpti_result_t xptiUnregisterStream(const char *stream_name);
 
-/* Interns a string; *table_string (if non-null) receives the stored copy,
- * valid for the process. XPTI_INVALID_STRING_ID for null/empty input. */
+/* Interns a string; *table_string receives the stored copy, valid for the
+ * process. XPTI_INVALID_STRING_ID for a null/empty string or a null
+ * table_string. */
 XPTI_EXPORT_API xpti_string_id_t xptiRegisterString(const char *string,
                                                     char **table_string);
 /* The stored string of an id, or NULL. */
@@ -65,8 +68,8 @@ XPTI_EXPORT_API xpti_object_data_t xptiLookupObject(xpti_object_id_t id);
 XPTI_EXPORT_API uint64_t xptiRegisterPayload(xpti_payload_t *payload);
 
 /* Makes or finds the event of a payload (a null payload name is taken from
- * `name`); *instance_no (if non-null) receives this visit's instance number
- * (1, 2, ...). NULL for a null/empty payload. */
+ * `name`); *instance_no receives this visit's instance number (1, 2, ...).
+ * NULL for a null/empty payload or a null instance_no. */
 XPTI_EXPORT_API xpti_trace_event_data_t *
 xptiMakeEvent(const char *name, xpti_payload_t *payload, uint16_t event,
               uint16_t activity, uint64_t *instance_no);
@@ -96,9 +99,10 @@ XPTI_EXPORT_API xpti_result_t xptiNotifySubscribers(
     uint8_t stream_id, uint16_t trace_type, xpti_trace_event_data_t *parent,
     xpti_trace_event_data_t *event, uint64_t instance, const void *user_data);
 
-/* Attaches key = object to an event made by the framework. INVALIDARG for a
- * null event/key, an unknown object or a foreign event; DUPLICATE for a key
- * already present. */
+/* Attaches key = object to an event: to its metadata map (xptiQueryMetadata)
+ * and, for events made by xptiMakeEvent, beside it (xptiStrobeMetadataAt).
+ * INVALIDARG for a null event/key or an unknown object on a framework event;
+ * DUPLICATE for a key already present. */
 XPTI_EXPORT_API xpti_result_t xptiAddMetadata(xpti_trace_event_data_t *event,
                                               const char *key,
                                               xpti_object_id_t value);
@@ -131,6 +135,57 @@ XPTI_EXPORT_API void xptiUnstashTuple(void);
 
 /* Process-wide increasing id. */
 XPTI_EXPORT_API uint64_t xptiGetUniqueId(void);
+
+/* ---- XPTI 2026.2: tracepoints, scopes, lookups, defaults ---------------
+ * A tracepoint is one instance of a code location (function, file, line,
+ * column): a C++ interface object (xpti_tracepoint_t below) owning a payload
+ * and an event whose unique id is new per instance and whose instance number
+ * counts the location's tracepoints. Opaque in C. */
+typedef struct xpti_tracepoint_t xpti_tracepoint_t;
+typedef struct xpti_trace_event_t xpti_trace_event_t;
+typedef struct xpti_payload_if_t xpti_payload_if_t;
+
+/* NULL only when out of memory; a location without name, file or code
+ * pointer is named "<unknown>". */
+XPTI_EXPORT_API xpti_tracepoint_t *
+xptiCreateTracepoint(const char *func_name, const char *file_name,
+                     uint32_t line_no, uint32_t column_no, void *code_ptr_va);
+/* INVALIDARG for NULL or a pointer that is not a live tracepoint. */
+XPTI_EXPORT_API xpti_result_t xptiDeleteTracepoint(xpti_tracepoint_t *tp);
+/* xptiCreateTracepoint, remembered for the thread as its pending scope. */
+XPTI_EXPORT_API const xpti_tracepoint_t *
+xptiRegisterTracepointScope(const char *func_name, const char *file_name,
+                            uint32_t line_no, uint32_t column_no,
+                            void *code_ptr_va);
+/* The thread's scope tracepoint (NULL when none); setting it also sets the
+ * thread's universal id to the tracepoint's id (INVALIDARG for NULL);
+ * unsetting clears both. */
+XPTI_EXPORT_API const xpti_tracepoint_t *xptiGetTracepointScopeData(void);
+XPTI_EXPORT_API xpti_result_t xptiSetTracepointScopeData(xpti_tracepoint_t *tp);
+XPTI_EXPORT_API void xptiUnsetTracepointScopeData(void);
+/* Interface views of an id (a live tracepoint's, or an xptiMakeEvent
+ * event's); NULL when unknown. */
+XPTI_EXPORT_API const xpti_trace_event_t *xptiLookupEvent(uint64_t uid);
+XPTI_EXPORT_API const xpti_payload_if_t *xptiLookupPayload(uint64_t uid);
+/* The event's metadata map: in C++ a std::unordered_map<xpti_string_id_t,
+ * xpti_object_id_t> * (libstdc++), as upstream declares it. NULL for NULL. */
+XPTI_EXPORT_API void *xptiQueryMetadata(xpti_trace_event_data_t *event);
+/* Whether tracepoint scopes notify their own begin/end (default off). */
+XPTI_EXPORT_API void xptiEnableTracepointScopeNotification(bool yes_no);
+XPTI_EXPORT_API bool xptiCheckTracepointScopeNotification(void);
+/* Defaults for scoped notifications: stream 0, event type algorithm (2),
+ * trace type function_begin (24). Setting INVALIDARG for a stream >= 128 or a
+ * type 0. */
+XPTI_EXPORT_API uint8_t xptiGetDefaultStreamID(void);
+XPTI_EXPORT_API xpti_result_t xptiSetDefaultStreamID(uint8_t stream);
+XPTI_EXPORT_API uint16_t xptiGetDefaultEventType(void);
+XPTI_EXPORT_API xpti_result_t xptiSetDefaultEventType(uint16_t event_type);
+XPTI_EXPORT_API uint16_t xptiGetDefaultTraceType(void);
+XPTI_EXPORT_API xpti_result_t xptiSetDefaultTraceType(uint16_t trace_type);
+/* The most detail any subscriber asks for on a stream (subscribers may export
+ * bool xptiQuerySubscriberStreamDetailLevel(const char *stream, uint8_t *level):
+ * 0 none, 1 basic, 2 normal, 3 verbose); 2 when none answers. */
+XPTI_EXPORT_API uint8_t xptiGetEffectiveStreamDetailLevel(uint8_t stream);
 
 /* Tests only: start over with empty tables (subscribers stay). */
 XPTI_EXPORT_API void xptiReset(void);
@@ -172,6 +227,56 @@ xptiRegisterCallback(uint8_t stream_id, xpti::trace_point_type_t trace_type,
   return (xpti::result_t)xptiRegisterCallback(stream_id, (uint16_t)trace_type,
                                               cb);
 }
+
+/* The interfaces of XPTI 2026.2's tracepoint objects (virtual functions in
+ * the published order; call them, never derive from them). */
+struct xpti_payload_if_t {
+  virtual ~xpti_payload_if_t() {}
+  virtual const char *name() const = 0;
+  virtual const char *source_file() const = 0;
+  virtual uint32_t line_no() const = 0;
+  virtual uint32_t column_no() const = 0;
+  virtual uint64_t payload_flags() const = 0;
+  virtual int32_t name_string_id() const = 0;
+  virtual int32_t file_string_id() const = 0;
+  virtual uint64_t uid64() const = 0;
+  virtual bool is_valid() const = 0;
+  virtual xpti::payload_t *payload_ref() = 0;
+};
+struct xpti_metadata_t {
+  virtual ~xpti_metadata_t() {}
+  /* SUCCESS with the first/next (key string, object id), FALSE at the end. */
+  virtual xpti::result_t first_item(char **key, xpti_object_id_t &value) = 0;
+  virtual xpti::result_t next_item(char **key, xpti_object_id_t &value) = 0;
+  virtual xpti::result_t add_item(const char *key, xpti_object_id_t value) = 0;
+  virtual size_t count() = 0;
+};
+struct xpti_trace_event_t {
+  virtual ~xpti_trace_event_t() {}
+  virtual xpti_payload_if_t *payload() = 0;
+  virtual xpti_metadata_t *metadata() = 0;
+  virtual uint64_t uid64() const = 0;
+  virtual uint64_t instance() const = 0;
+  virtual uint16_t event_type() const = 0;
+  virtual uint16_t activity_type() const = 0;
+  virtual uint64_t source_uid64() const = 0;
+  virtual uint64_t target_uid64() const = 0;
+  virtual uint64_t event_flags() const = 0;
+  virtual void set_activity_type(xpti::trace_activity_type_t type) = 0;
+  virtual void set_event_type(uint16_t type) = 0;
+  virtual xpti::payload_t *payload_ref() = 0;
+  virtual xpti::trace_event_data_t *event_ref() = 0;
+};
+struct xpti_tracepoint_t {
+  virtual ~xpti_tracepoint_t() {}
+  virtual xpti_payload_if_t *payload() = 0;
+  virtual xpti_metadata_t *metadata() = 0;
+  virtual xpti_trace_event_t *event() = 0;
+  virtual uint64_t uid64() const = 0;
+  virtual uint64_t instance() const = 0;
+  virtual xpti::trace_event_data_t *event_ref() = 0;
+  virtual xpti::payload_t *payload_ref() = 0;
+};
 
 namespace xpti {
 namespace framework {

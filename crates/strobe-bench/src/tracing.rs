@@ -136,6 +136,7 @@ pub fn run(args: TracingArgs) -> Result<()> {
                 }
             }
             perf_extras(&data);
+            perf_c_abi();
         }
     }
     Ok(())
@@ -747,6 +748,91 @@ fn perf_extras(data: &Data) {
             .collect::<Vec<_>>()
             .join(" ")
     );
+}
+
+/// Per-call costs through the exported XPTI C functions of
+/// `libstrobe_xpti.so` (linked in as its rlib: the same functions a C
+/// caller reaches through the PLT), on the process-wide framework.
+fn perf_c_abi() {
+    use std::ffi::CString;
+    use strobe_xpti as x;
+    const NOTIFIES: usize = 50_000_000;
+    const CREATES: usize = 2_000_000;
+    const NEW: usize = 200_000;
+    x::xptiForceSetTraceEnabled(true);
+    let stream = CString::new("bench.c_abi").unwrap();
+    let name = CString::new("bench_task").unwrap();
+    let file = CString::new("bench.cpp").unwrap();
+    // SAFETY: NUL-terminated strings, a payload and an instance slot that
+    // outlive the calls; the callback ignores its arguments.
+    let (s, event) = unsafe {
+        let s = x::xptiRegisterStream(stream.as_ptr());
+        let _ = x::xptiRegisterCallback(s, trace_point::TASK_BEGIN, Some(noop_callback));
+        let mut payload = strobe_trace::Payload {
+            name: name.as_ptr(),
+            source_file: file.as_ptr(),
+            line_no: 1,
+            column_no: 1,
+            flags: strobe_trace::types::payload_flags::NAME
+                | strobe_trace::types::payload_flags::SOURCE_FILE
+                | strobe_trace::types::payload_flags::LINE,
+            ..Default::default()
+        };
+        let mut instance = 0u64;
+        let e = x::xptiMakeEvent(name.as_ptr(), &mut payload, 2, 1, &mut instance);
+        (s, e)
+    };
+    let t = thread_cpu_ns();
+    for i in 0..NOTIFIES {
+        // SAFETY: a live framework event.
+        black_box(unsafe {
+            x::xptiNotifySubscribers(
+                s,
+                trace_point::TASK_BEGIN,
+                std::ptr::null_mut(),
+                event,
+                i as u64,
+                std::ptr::null(),
+            )
+        });
+    }
+    let notify_ns = per_op((thread_cpu_ns() - t) as u128, NOTIFIES);
+
+    // The runtime deletes a tracepoint when its operation's scope ends: a
+    // few are alive at a time. Creates and deletes run in batches of 64,
+    // timed apart.
+    const BATCH: usize = 64;
+    let mut made = Vec::with_capacity(BATCH);
+    let names: Vec<CString> = (0..NEW)
+        .map(|i| CString::new(format!("kernel_{i}")).unwrap())
+        .collect();
+    let mut timed = |count: usize, name_of: &dyn Fn(usize) -> *const std::ffi::c_char| {
+        let (mut create, mut delete) = (0u64, 0u64);
+        for start in (0..count).step_by(BATCH) {
+            let t = thread_cpu_ns();
+            for i in start..(start + BATCH).min(count) {
+                // SAFETY: NUL-terminated strings that outlive the call.
+                made.push(unsafe {
+                    x::xptiCreateTracepoint(name_of(i), file.as_ptr(), 7, 3, std::ptr::null_mut())
+                });
+            }
+            let t2 = thread_cpu_ns();
+            for tp in made.drain(..) {
+                // SAFETY: tracepoints made above, deleted once.
+                black_box(unsafe { x::xptiDeleteTracepoint(tp) });
+            }
+            create += t2 - t;
+            delete += thread_cpu_ns() - t2;
+        }
+        (per_op(create as u128, count), per_op(delete as u128, count))
+    };
+    let (known_ns, delete_ns) = timed(CREATES, &|_| name.as_ptr());
+    let (new_ns, _) = timed(NEW, &|i| names[i].as_ptr());
+    println!("\nThrough the C ABI (libstrobe_xpti's exported functions, thread CPU time)");
+    println!("  xptiNotifySubscribers, one no-op callback:   {notify_ns:>8.2} ns");
+    println!("  xptiCreateTracepoint, known location:        {known_ns:>8.2} ns");
+    println!("  xptiCreateTracepoint, new location:          {new_ns:>8.2} ns");
+    println!("  xptiDeleteTracepoint:                        {delete_ns:>8.2} ns");
 }
 
 #[cfg(test)]

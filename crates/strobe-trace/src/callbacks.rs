@@ -252,13 +252,14 @@ impl CallbackTable {
         Ok(())
     }
 
-    /// Removes every callback of every stream (used by reset-like paths).
-    pub(crate) fn clear_stream(&self, stream: StreamId) {
+    /// Removes every callback of a stream; whether it had any.
+    pub(crate) fn clear_stream(&self, stream: StreamId) -> bool {
         let mut retired = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let s = self.streams[stream as usize].load(Ordering::Acquire);
         if s.is_null() {
-            return;
+            return false;
         }
+        let mut had_any = false;
         // SAFETY: freed only in Drop.
         let s = unsafe { &*s };
         for pp in &s.pages {
@@ -271,10 +272,12 @@ impl CallbackTable {
                 let old = slot.swap(ptr::null_mut(), Ordering::AcqRel);
                 if !old.is_null() {
                     retired.lists.push(old);
+                    had_any = true;
                 }
             }
         }
         s.active_types.store(0, Ordering::Relaxed);
+        had_any
     }
 }
 

@@ -152,10 +152,11 @@ impl Framework {
     }
 
     /// Registers a stream name and returns its id; the same name always
-    /// yields the same id. Ids are 1..=255 in registration order.
+    /// yields the same id. Ids are 1..=254 in registration order (255 is
+    /// [`crate::types::INVALID_STREAM_ID`]).
     ///
     /// Errors: `InvalidArg` for an empty name or one holding a NUL byte;
-    /// `Full` when 255 streams exist.
+    /// `Full` when 254 streams exist.
     pub fn register_stream(&self, name: &[u8]) -> Result<StreamId, TraceError> {
         if name.is_empty() {
             return Err(TraceError::InvalidArg("empty stream name"));
@@ -166,8 +167,8 @@ impl Framework {
         }
         let cname = CString::new(name)
             .map_err(|_| TraceError::InvalidArg("stream name holds a NUL byte"))?;
-        if s.entries.len() >= 255 {
-            return Err(TraceError::Full("255 streams are registered"));
+        if s.entries.len() >= crate::types::INVALID_STREAM_ID as usize - 1 {
+            return Err(TraceError::Full("254 streams are registered"));
         }
         s.entries.push(StreamEntry {
             name: cname,
@@ -198,7 +199,8 @@ impl Framework {
     /// Unregisters a stream: removes its callbacks and marks it not
     /// initialized. The id stays bound to the name (ids are never reused).
     ///
-    /// Errors: `NotFound` for a name never registered.
+    /// Errors: `NotFound` for a name never registered or a stream without
+    /// callbacks (as Intel's framework answers).
     pub fn unregister_stream(&self, name: &[u8]) -> Result<(), TraceError> {
         let id = {
             let mut s = self.lock_streams();
@@ -209,8 +211,11 @@ impl Framework {
             s.entries[id as usize - 1].initialized = false;
             id
         };
-        self.callbacks.clear_stream(id);
-        Ok(())
+        if self.callbacks.clear_stream(id) {
+            Ok(())
+        } else {
+            Err(TraceError::NotFound("the stream has no callbacks"))
+        }
     }
 
     /// Announces a stream to every subscriber (`xptiInitialize`). The stream

@@ -4,13 +4,17 @@
 //!
 //! Owns constants and pure bit arithmetic only; it must never hold state.
 
-/// Identifier of a registered stream (1..=255; 0 is never handed out).
+/// Identifier of a registered stream (1..=254; 0 is never handed out and
+/// [`INVALID_STREAM_ID`] means none).
 pub type StreamId = u8;
 /// Identifier of a string in the string table; [`INVALID_STRING_ID`] means none.
 pub type StringId = u32;
 /// Identifier of a registered object (metadata value); -1 means none.
 pub type ObjectId = i32;
 
+/// The stream id returned when registration fails (XPTI's
+/// `invalid_id<uint8_t>`).
+pub const INVALID_STREAM_ID: StreamId = u8::MAX;
 /// The string id returned when registration fails.
 pub const INVALID_STRING_ID: StringId = u32::MAX;
 /// The object id returned when registration fails.

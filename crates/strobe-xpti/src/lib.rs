@@ -14,9 +14,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use strobe_trace::types::{
-    payload_flags, result, INVALID_OBJECT_ID, INVALID_STRING_ID, UNKNOWN_LINE,
+    payload_flags, result, INVALID_OBJECT_ID, INVALID_STREAM_ID, INVALID_STRING_ID, UNKNOWN_LINE,
 };
 use strobe_trace::{global, result_code, EventData, ObjectData, Payload, PayloadSpec, RawCallback};
+
+mod tracepoints;
+pub use tracepoints::*;
 
 /// Runs `f`, returning `fallback` if it panics.
 #[inline(always)]
@@ -39,21 +42,34 @@ unsafe fn bytes<'a>(p: *const c_char) -> Option<&'a [u8]> {
 
 static FRAMEWORK_REFS: AtomicU64 = AtomicU64::new(0);
 
-/// Starts the framework (reference counted).
+/// The framework's own stream, announced to the subscribers when a runtime
+/// first initializes the framework and finished when the last reference
+/// goes, as Intel's framework does.
+const FRAMEWORK_STREAM: &[u8] = b"xpti.framework";
+
+/// Starts the framework (reference counted). Declared `void` in the
+/// header, but proxies call it through a pointer type returning
+/// `xpti::result_t`: it answers SUCCESS for them.
 #[no_mangle]
-pub extern "C" fn xptiFrameworkInitialize() {
-    guard((), || {
-        FRAMEWORK_REFS.fetch_add(1, Ordering::Relaxed);
-        let _ = global();
+pub extern "C" fn xptiFrameworkInitialize() -> i32 {
+    guard(result::FAIL, || {
+        if FRAMEWORK_REFS.fetch_add(1, Ordering::AcqRel) == 0 {
+            let _ = global().initialize_stream(FRAMEWORK_STREAM, 1, 0, b"1.0");
+        }
+        result::SUCCESS
     })
 }
 
-/// Drops one framework reference.
+/// Drops one framework reference (SUCCESS, as for initialize).
 #[no_mangle]
-pub extern "C" fn xptiFrameworkFinalize() {
-    guard((), || {
-        let _ =
-            FRAMEWORK_REFS.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+pub extern "C" fn xptiFrameworkFinalize() -> i32 {
+    guard(result::FAIL, || {
+        let before =
+            FRAMEWORK_REFS.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        if before == Ok(1) {
+            let _ = global().finalize_stream(FRAMEWORK_STREAM);
+        }
+        result::SUCCESS
     })
 }
 
@@ -105,17 +121,17 @@ pub extern "C" fn xptiCheckTraceEnabled(stream: u8, trace_type: u16) -> bool {
     guard(false, || global().check_trace_enabled(stream, trace_type))
 }
 
-/// Stream id of a name (0 on error).
+/// Stream id of a name ([`INVALID_STREAM_ID`], 255, on error).
 ///
 /// # Safety
 /// `name` is null or NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn xptiRegisterStream(name: *const c_char) -> u8 {
-    guard(0, || {
+    guard(INVALID_STREAM_ID, || {
         // SAFETY: caller contract.
         unsafe { bytes(name) }
             .and_then(|n| global().register_stream(n).ok())
-            .unwrap_or(0)
+            .unwrap_or(INVALID_STREAM_ID)
     })
 }
 
@@ -134,7 +150,8 @@ pub unsafe extern "C" fn xptiUnregisterStream(name: *const c_char) -> i32 {
     })
 }
 
-/// Interns a string.
+/// Interns a string; both arguments are required (Intel's framework
+/// answers [`INVALID_STRING_ID`] without a place for the stored string).
 ///
 /// # Safety
 /// `s` is null or NUL-terminated; `table_string` is null or writable.
@@ -144,21 +161,42 @@ pub unsafe extern "C" fn xptiRegisterString(
     table_string: *mut *mut c_char,
 ) -> u32 {
     guard(INVALID_STRING_ID, || {
-        // SAFETY: caller contract.
-        let Some(b) = (unsafe { bytes(s) }) else {
+        if table_string.is_null() {
             return INVALID_STRING_ID;
-        };
-        match global().register_string(b) {
-            Ok((id, stored)) => {
-                if !table_string.is_null() {
-                    // SAFETY: non-null out-pointer per caller contract.
-                    unsafe { *table_string = stored.as_ptr() as *mut c_char };
-                }
-                id
-            }
-            Err(_) => INVALID_STRING_ID,
         }
+        // SAFETY: caller contract.
+        unsafe { intern(s, &mut *table_string) }
     })
+}
+
+/// Interns `s`, storing the table's copy in `stored`.
+///
+/// # Safety
+/// `s` is null or NUL-terminated.
+unsafe fn intern(s: *const c_char, stored: &mut *mut c_char) -> u32 {
+    // SAFETY: per the function contract.
+    let Some(b) = (unsafe { bytes(s) }) else {
+        return INVALID_STRING_ID;
+    };
+    match global().register_string(b) {
+        Ok((id, table)) => {
+            *stored = table.as_ptr() as *mut c_char;
+            id
+        }
+        Err(_) => INVALID_STRING_ID,
+    }
+}
+
+/// The string id of `s` for strobe's own C++ half (which has no use for the
+/// stored copy).
+///
+/// # Safety
+/// `s` is null or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn strobe_xpti_intern(s: *const c_char) -> u32 {
+    let mut stored = std::ptr::null_mut();
+    // SAFETY: per the function contract.
+    guard(INVALID_STRING_ID, || unsafe { intern(s, &mut stored) })
 }
 
 /// The stored string of an id, or null.
@@ -272,26 +310,24 @@ pub unsafe extern "C" fn xptiMakeEvent(
     instance_no: *mut u64,
 ) -> *mut EventData {
     guard(std::ptr::null_mut(), || {
+        // Intel's framework needs both the payload and the place for the
+        // instance number.
+        if payload.is_null() || instance_no.is_null() {
+            return std::ptr::null_mut();
+        }
         // SAFETY: caller contract.
         let name = unsafe { bytes(name) };
-        let empty = Payload::default();
-        // SAFETY: caller contract.
-        let p: &Payload = unsafe { payload.as_ref() }.unwrap_or(&empty);
+        // SAFETY: caller contract (non-null).
+        let p: &Payload = unsafe { &*payload };
         // SAFETY: caller contract.
         let spec = unsafe { spec_of(p, name) };
         match global().make_event(&spec, event_type, activity) {
             Ok((ev, instance)) => {
-                if !instance_no.is_null() {
-                    // SAFETY: non-null out-pointer per caller contract.
-                    unsafe { *instance_no = instance };
-                }
-                if !payload.is_null() {
-                    // SAFETY: non-null and writable per caller contract.
-                    unsafe {
-                        (*payload).internal = ev.unique_id;
-                        (*payload).flags |=
-                            payload_flags::HASH_AVAILABLE | payload_flags::REGISTERED;
-                    }
+                // SAFETY: non-null, writable out-pointers per caller contract.
+                unsafe {
+                    *instance_no = instance;
+                    (*payload).internal = ev.unique_id;
+                    (*payload).flags |= payload_flags::HASH_AVAILABLE | payload_flags::REGISTERED;
                 }
                 ev.as_ptr()
             }
@@ -300,13 +336,14 @@ pub unsafe extern "C" fn xptiMakeEvent(
     })
 }
 
-/// The event of a unique id, or null.
+/// The event of a unique id (an `xptiMakeEvent` event or a live
+/// tracepoint's), or null.
 #[no_mangle]
 pub extern "C" fn xptiFindEvent(uid: u64) -> *const EventData {
     guard(std::ptr::null(), || {
         global()
             .find_event(uid)
-            .map_or(std::ptr::null(), |e| e as *const EventData)
+            .map_or_else(|| tracepoints::tracepoint_event(uid), |e| e.as_ptr())
     })
 }
 
@@ -326,9 +363,10 @@ pub unsafe extern "C" fn xptiQueryPayload(event: *mut EventData) -> *const Paylo
 #[no_mangle]
 pub extern "C" fn xptiQueryPayloadByUID(uid: u64) -> *const Payload {
     guard(std::ptr::null(), || {
-        global()
-            .query_payload(uid)
-            .map_or(std::ptr::null(), |p| p as *const Payload)
+        global().query_payload(uid).map_or_else(
+            || tracepoints::tracepoint_payload(uid) as *const Payload,
+            |p| p as *const Payload,
+        )
     })
 }
 
@@ -385,7 +423,9 @@ pub unsafe extern "C" fn xptiNotifySubscribers(
     })
 }
 
-/// Attaches key = object to an event.
+/// Attaches key = object to an event: in the event's metadata map (what
+/// `xptiQueryMetadata` returns) and, for the framework's own events, beside
+/// the event too (what the Rust API and `xptiStrobeMetadataAt` read).
 ///
 /// # Safety
 /// `event` null or valid; `key` null or NUL-terminated.
@@ -400,7 +440,17 @@ pub unsafe extern "C" fn xptiAddMetadata(
         let (Some(ev), Some(k)) = (unsafe { event.as_ref() }, unsafe { bytes(key) }) else {
             return result::INVALIDARG;
         };
-        result_code(global().add_metadata(ev, k, value))
+        if global()
+            .find_event(ev.unique_id)
+            .is_some_and(|own| own.as_ptr() == event)
+        {
+            let rc = result_code(global().add_metadata(ev, k, value));
+            if rc != result::SUCCESS {
+                return rc;
+            }
+        }
+        // SAFETY: a valid event and a NUL-terminated key.
+        unsafe { tracepoints::map_add(event, key, value) }
     })
 }
 

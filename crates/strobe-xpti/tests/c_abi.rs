@@ -37,6 +37,23 @@ fn lib_dir() -> PathBuf {
     );
 }
 
+/// A directory to link and load against: the dispatcher under its own name
+/// and under its SONAME `libxptifw.so.1` (what `-lstrobe_xpti` records).
+fn link_dir() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("strobe-xpti-link");
+    std::fs::create_dir_all(&d).unwrap();
+    let real = lib_dir().join("libstrobe_xpti.so");
+    for name in ["libstrobe_xpti.so", "libxptifw.so.1"] {
+        let link = d.join(name);
+        let _ = std::fs::remove_file(&link);
+        // Another test of this binary may have made it in the meantime.
+        if let Err(e) = std::os::unix::fs::symlink(&real, &link) {
+            assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists, "{e}");
+        }
+    }
+    d
+}
+
 fn work_dir(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("strobe-xpti-c")
@@ -83,7 +100,7 @@ fn build_subscriber(dir: &Path, src: &str, name: &str) -> PathBuf {
 
 fn build_app_direct(dir: &Path) -> PathBuf {
     let out = dir.join("app_direct");
-    let lib = lib_dir();
+    let lib = link_dir();
     let inc = format!("-I{}", s(&include_dir()));
     let l = format!("-L{}", s(&lib));
     let rpath = format!("-Wl,-rpath,{}", s(&lib));
@@ -217,7 +234,7 @@ fn assert_app_trace(o: &Output) {
 fn abi_through_the_header() {
     let dir = work_dir("abi");
     let exe = dir.join("abi_test");
-    let lib = lib_dir();
+    let lib = link_dir();
     let inc = format!("-I{}", s(&include_dir()));
     let l = format!("-L{}", s(&lib));
     let rpath = format!("-Wl,-rpath,{}", s(&lib));
@@ -376,7 +393,7 @@ fn seed_cpp_example_compiles_and_runs() {
     }
     let dir = work_dir("cpp");
     let exe = dir.join("seed_example");
-    let lib = lib_dir();
+    let lib = link_dir();
     let inc = format!("-I{}", s(&include_dir()));
     let l = format!("-L{}", s(&lib));
     let rpath = format!("-Wl,-rpath,{}", s(&lib));
@@ -410,4 +427,56 @@ fn seed_cpp_example_compiles_and_runs() {
         .map(|l| l.split("uid=").nth(1).unwrap().split(' ').next().unwrap())
         .collect();
     assert_eq!(uids.len(), 1, "{out}");
+}
+
+#[test]
+fn the_library_is_named_libxptifw_so_1() {
+    let out = Command::new("readelf")
+        .args(["-d", s(&lib_dir().join("libstrobe_xpti.so"))])
+        .output();
+    let Ok(out) = out else {
+        eprintln!("skipped: readelf is not installed");
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Library soname: [libxptifw.so.1]"), "{text}");
+}
+
+/// XPTI 2026.2's tracepoints through their C++ interfaces, as a runtime
+/// built against the 2026.2 headers calls them.
+#[test]
+fn tracepoints_through_their_cpp_interfaces() {
+    if Command::new("c++").arg("--version").output().is_err() {
+        eprintln!("skipped: no c++ compiler on this machine");
+        return;
+    }
+    let dir = work_dir("tracepoints");
+    let exe = dir.join("tracepoint_test");
+    let lib = link_dir();
+    let inc = format!("-I{}", s(&include_dir()));
+    let l = format!("-L{}", s(&lib));
+    let rpath = format!("-Wl,-rpath,{}", s(&lib));
+    compile(
+        "c++",
+        &[
+            "-std=c++17",
+            "-Wall",
+            "-Werror",
+            "-pthread",
+            &inc,
+            s(&c_dir().join("tracepoint_test.cpp")),
+            &l,
+            "-lstrobe_xpti",
+            &rpath,
+            "-o",
+            s(&exe),
+        ],
+    );
+    let o = run(&exe, &[]);
+    let out = stdout(&o);
+    assert!(
+        o.status.success() && out.contains("TRACEPOINTS OK"),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

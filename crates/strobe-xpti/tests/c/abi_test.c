@@ -83,7 +83,10 @@ int main(void) {
   CHECK(xptiRegisterStream("") == XPTI_INVALID_STREAM_ID);
   CHECK(xptiInitialize("abi.stream", 1, 0, "1.0") == XPTI_RC_SUCCESS);
   CHECK(xptiInitialize(NULL, 1, 0, "1.0") == XPTI_RC_INVALIDARG);
+  CHECK(xptiRegisterStream(NULL) == 255); /* Intel's invalid_id<uint8_t> */
   CHECK(xptiUnregisterStream("never-registered") == XPTI_RC_NOTFOUND);
+  /* A stream nobody subscribed to has nothing to unregister (as Intel's). */
+  CHECK(xptiUnregisterStream("other") == XPTI_RC_NOTFOUND);
   CHECK(xptiUnregisterStream(NULL) == XPTI_RC_INVALIDARG);
   xptiFinalize(NULL);
 
@@ -99,6 +102,8 @@ int main(void) {
   CHECK(xptiLookupString(XPTI_INVALID_STRING_ID) == NULL);
   CHECK(xptiRegisterString(NULL, &stored) == XPTI_INVALID_STRING_ID);
   CHECK(xptiRegisterString("", NULL) == XPTI_INVALID_STRING_ID);
+  /* Intel's framework needs the place for the stored copy. */
+  CHECK(xptiRegisterString("hello", NULL) == XPTI_INVALID_STRING_ID);
 
   /* Objects. */
   xpti_object_id_t oid = xptiRegisterObject("abc", 3, xpti_metadata_string);
@@ -136,7 +141,10 @@ int main(void) {
   CHECK(xptiQueryPayload(NULL) == NULL);
   /* Name taken from the argument when the payload has none. */
   xpti_payload_t anon = xpti_payload_init(NULL, NULL, XPTI_INVALID_LINE, XPTI_INVALID_LINE, NULL);
-  xpti_trace_event_data_t *named = xptiMakeEvent("by_arg", &anon, 0, 0, NULL);
+  uint64_t named_inst = 0;
+  xpti_trace_event_data_t *named = xptiMakeEvent("by_arg", &anon, 0, 0, &named_inst);
+  /* Intel's framework answers NULL without a place for the instance. */
+  CHECK(xptiMakeEvent("by_arg", &anon, 0, 0, NULL) == NULL);
   CHECK(named && strcmp(xptiQueryPayload(named)->name, "by_arg") == 0);
   CHECK(xptiMakeEvent(NULL, NULL, 0, 0, NULL) == NULL);
   xpti_payload_t empty = xpti_payload_init(NULL, NULL, XPTI_INVALID_LINE, XPTI_INVALID_LINE, NULL);
@@ -169,7 +177,8 @@ int main(void) {
 
   /* Notification. */
   xpti_payload_t gp = xpti_payload_init("graph", NULL, XPTI_INVALID_LINE, XPTI_INVALID_LINE, NULL);
-  xpti_trace_event_data_t *graph = xptiMakeEvent(NULL, &gp, xpti_event_graph, xpti_activity_active, NULL);
+  uint64_t graph_inst = 0;
+  xpti_trace_event_data_t *graph = xptiMakeEvent(NULL, &gp, xpti_event_graph, xpti_activity_active, &graph_inst);
   int ud = 7;
   CHECK(xptiNotifySubscribers(s, xpti_tp_task_begin, graph, e1, 42, &ud) == XPTI_RC_SUCCESS);
   CHECK(g_calls == 1 && g_last_type == xpti_tp_task_begin && g_last_uid == uid &&
@@ -204,7 +213,12 @@ int main(void) {
   CHECK(xptiAddMetadata(e1, NULL, v1) == XPTI_RC_INVALIDARG);
   CHECK(xptiAddMetadata(NULL, "k", v1) == XPTI_RC_INVALIDARG);
   CHECK(xptiAddMetadata(e1, "bad", 424242) == XPTI_RC_INVALIDARG);
-  CHECK(xptiAddMetadata(&mine, "k", v1) == XPTI_RC_INVALIDARG);
+  /* A caller's own event gets metadata in its map only. */
+  CHECK(xptiAddMetadata(&mine, "k", v1) == XPTI_RC_SUCCESS);
+  CHECK(xptiAddMetadata(&mine, "k", v1) == XPTI_RC_DUPLICATE);
+  CHECK(xptiQueryMetadata(&mine) != NULL);
+  CHECK(xptiStrobeMetadataCount(&mine) == 0);
+  CHECK(xptiQueryMetadata(NULL) == NULL);
   CHECK(xptiStrobeMetadataCount(e1) == 1);
   CHECK(xptiStrobeMetadataCount(NULL) == 0);
   xpti_string_id_t mk; xpti_object_id_t mv;
