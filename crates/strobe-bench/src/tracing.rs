@@ -758,7 +758,7 @@ fn perf_c_abi() {
     use strobe_xpti as x;
     const NOTIFIES: usize = 50_000_000;
     const CREATES: usize = 2_000_000;
-    const NEW: usize = 200_000;
+    const NEW: usize = 10_000;
     x::xptiForceSetTraceEnabled(true);
     let stream = CString::new("bench.c_abi").unwrap();
     let name = CString::new("bench_task").unwrap();

@@ -169,6 +169,8 @@ metadata_map *map_of(event_rec *e) {
   return &e->metadata;
 }
 
+struct location;
+
 /// What every interface object says about an event and its payload. A
 /// tracepoint owns both records; a view points at records made elsewhere.
 class point final : public payload_if, public event_if, public metadata_if, public tracepoint_if {
@@ -176,6 +178,9 @@ public:
   /// Marks a live tracepoint (a recycled one is `kDead`).
   uint64_t magic = 0;
   uint64_t instance_no = 0;
+  /// A tracepoint's location (null for a view).
+  location *loc = nullptr;
+  /// A view's string ids.
   int32_t func_id = -1, file_id = -1;
   payload_rec own_payload;
   event_rec own_event;
@@ -194,8 +199,8 @@ public:
   uint32_t line_no() const override { return pl->line_no; }
   uint32_t column_no() const override { return pl->column_no; }
   uint64_t payload_flags() const override { return pl->flags; }
-  int32_t name_string_id() const override { return func_id; }
-  int32_t file_string_id() const override { return file_id; }
+  int32_t name_string_id() const override;
+  int32_t file_string_id() const override;
   uint64_t uid64() const override { return ev ? ev->unique_id : pl->internal; }
   bool is_valid() const override {
     return (pl->flags & (kNameAvailable | kSourceFileAvailable)) != 0;
@@ -244,13 +249,20 @@ private:
 
 // ---- code locations -------------------------------------------------------
 
+constexpr int32_t kNotInterned = -2;
+
 /// One code location (name, file, line, column): its strings, copied once
 /// and kept for the process, and how many tracepoints it has had.
 struct location {
   std::string func, file;
   uint32_t line, col;
   uint64_t flags;
-  int32_t func_id, file_id;
+  /// 32-bit hashes of the strings (the payload's legacy uid fields, as
+  /// Intel's framework fills them outside its strict-hash mode).
+  uint32_t func_hash, file_hash;
+  /// String-table ids, interned on first request (kNotInterned until then):
+  /// creating a location stays off the string table's lock.
+  std::atomic<int32_t> func_id{kNotInterned}, file_id{kNotInterned};
   /// Named "<unknown>" here: the caller gave no name.
   bool renamed = false;
   std::atomic<uint64_t> instances{0};
@@ -261,17 +273,21 @@ struct location {
 struct location_key {
   std::string_view func, file;
   uint32_t line, col;
+  /// Computed once per lookup, carried into the stored key.
+  size_t hash;
+  location_key(std::string_view fn, std::string_view fl, uint32_t ln, uint32_t cl)
+      : func(fn), file(fl), line(ln), col(cl) {
+    size_t h = std::hash<std::string_view>()(func);
+    h = h * 31 + std::hash<std::string_view>()(file);
+    hash = h * 31 + (size_t(line) << 20 | col);
+  }
   bool operator==(const location_key &o) const {
-    return line == o.line && col == o.col && func == o.func && file == o.file;
+    return hash == o.hash && line == o.line && col == o.col && func == o.func && file == o.file;
   }
 };
 
 struct location_key_hash {
-  size_t operator()(const location_key &k) const {
-    size_t h = std::hash<std::string_view>()(k.func);
-    h = h * 31 + std::hash<std::string_view>()(k.file);
-    return h * 31 + (size_t(k.line) << 20 | k.col);
-  }
+  size_t operator()(const location_key &k) const { return k.hash; }
 };
 
 std::mutex g_locations_lock;
@@ -291,9 +307,15 @@ struct cached_location {
 constexpr size_t kCacheSlots = 64;
 thread_local cached_location t_cache[kCacheSlots];
 
-/// The thread's last interned file name (runtimes create most tracepoints
-/// from a handful of files).
-thread_local location *t_last_file = nullptr;
+/// A location string's id in the string table, interned on first request.
+int32_t interned(std::atomic<int32_t> &id, const std::string &text) {
+  int32_t v = id.load(std::memory_order_acquire);
+  if (v == kNotInterned) {
+    v = int32_t(strobe_xpti_intern(text.c_str()));
+    id.store(v, std::memory_order_release);
+  }
+  return v;
+}
 
 /// The stored location for `key`, made (strings copied, ids interned) on
 /// first sight. One lock covers the lookup and the insertion: the Rust
@@ -323,19 +345,15 @@ location *stored_location(const location_key &key) {
     fresh->flags = kNameAvailable;
     fresh->renamed = true;
   }
-  fresh->func_id = int32_t(strobe_xpti_intern(fresh->func.c_str()));
+  fresh->func_hash = uint32_t(std::hash<std::string_view>()(fresh->func));
+  fresh->file_hash = uint32_t(std::hash<std::string_view>()(fresh->file));
   if (fresh->file.empty())
     fresh->file_id = -1;
-  else if (t_last_file && t_last_file->file == fresh->file)
-    fresh->file_id = t_last_file->file_id;
-  else
-    fresh->file_id = int32_t(strobe_xpti_intern(fresh->file.c_str()));
-  if (!fresh->file.empty())
-    t_last_file = fresh;
   // The stored key views the location's own copies (the "<unknown>"
   // renaming stays out of the key: the caller's text was empty).
-  location_key own{fresh->renamed ? std::string_view() : std::string_view(fresh->func),
-                   std::string_view(fresh->file), key.line, key.col};
+  location_key own = key;
+  own.func = fresh->renamed ? std::string_view() : std::string_view(fresh->func);
+  own.file = std::string_view(fresh->file);
   g_locations->emplace(own, fresh);
   return fresh;
 }
@@ -487,6 +505,14 @@ int32_t add_to_map(event_rec *e, const char *key, int32_t value) {
   return m->emplace(key_id, value).second ? kSuccess : kDuplicate;
 }
 
+int32_t point::name_string_id() const {
+  return loc ? interned(loc->func_id, loc->func) : func_id;
+}
+
+int32_t point::file_string_id() const {
+  return loc ? interned(loc->file_id, loc->file) : file_id;
+}
+
 int32_t point::add_item(const char *key, int32_t value) {
   return key ? add_to_map(ev, key, value) : kInvalidArg;
 }
@@ -505,8 +531,7 @@ tracepoint_if *strobe_xpti_tp_create(const char *func, const char *file, uint32_
       return nullptr;
     point *p = new (mem) point();
     p->instance_no = loc->instances.fetch_add(1, std::memory_order_relaxed) + 1;
-    p->func_id = loc->func_id;
-    p->file_id = loc->file_id;
+    p->loc = loc;
     uint64_t uid = uint64_t(p);
     payload_rec &pl = p->own_payload;
     pl.name = loc->func.c_str();
@@ -516,8 +541,8 @@ tracepoint_if *strobe_xpti_tp_create(const char *func, const char *file, uint32_
     pl.code_ptr_va = code_ptr;
     pl.flags = loc->flags | kRegistered | kHashAvailable | (code_ptr ? kCodePointerAvailable : 0);
     pl.internal = uid;
-    pl.uid.p1 = uint64_t(uint32_t(loc->file_id)) << 32 | (loc->file.empty() ? 0 : line);
-    pl.uid.p2 = uint64_t(uint32_t(loc->func_id));
+    pl.uid.p1 = uint64_t(loc->file_hash) << 32 | (loc->file.empty() ? 0 : line);
+    pl.uid.p2 = uint64_t(loc->func_hash);
     pl.uid.p3 = p->instance_no;
     event_rec &ev = p->own_event;
     ev.unique_id = uid;
