@@ -2,8 +2,10 @@
 # Installs strobe: builds the release binaries and copies
 #   strobe                 -> PREFIX/bin/strobe
 #   libstrobe_runtime.so   -> PREFIX/lib/strobe/libstrobe_runtime.so
+#   libstrobe_xpti.so      -> PREFIX/lib/strobe/libstrobe_xpti.so (when built)
 # where `strobe sample` finds its runtime (next to itself, or in
-# ../lib/strobe/ relative to its own directory).
+# ../lib/strobe/ relative to its own directory) and `strobe sample --xpti`
+# its XPTI dispatcher (next to the runtime).
 #
 # usage: scripts/install.sh [--prefix DIR] [--from DIR]
 #   --prefix DIR  install under DIR (default: ~/.local)
@@ -16,7 +18,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --prefix) prefix="$2"; shift 2 ;;
     --from) from="$2"; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "install.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -35,3 +37,7 @@ mkdir -p "$prefix/bin" "$prefix/lib/strobe"
 install -m 0755 "$from/strobe" "$prefix/bin/strobe"
 install -m 0755 "$from/libstrobe_runtime.so" "$prefix/lib/strobe/libstrobe_runtime.so"
 echo "installed $prefix/bin/strobe and $prefix/lib/strobe/libstrobe_runtime.so"
+if [ -f "$from/libstrobe_xpti.so" ]; then
+  install -m 0755 "$from/libstrobe_xpti.so" "$prefix/lib/strobe/libstrobe_xpti.so"
+  echo "installed $prefix/lib/strobe/libstrobe_xpti.so (the XPTI dispatcher of --xpti)"
+fi

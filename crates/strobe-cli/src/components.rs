@@ -38,9 +38,9 @@ pub const COMPONENTS: &[Component] = &[
     },
     Component {
         name: "xpti",
-        records: "begin/end pairs and instants notified by XPTI-instrumented code sharing the process-wide tracing framework",
-        stored_in: "rocpd_region (category task, barrier, lock, wait, function, ...)",
-        settings: "use_tracing, XPTI_TRACE_ENABLE",
+        records: "begin/end pairs and instants notified by XPTI-instrumented runtimes (SYCL, Unified Runtime, C/C++ code using the XPTI API), through the program's XPTI dispatcher, with the runtime as its subscriber",
+        stored_in: "rocpd_region (category task, barrier, lock, wait, function, ...; argument 'stream')",
+        settings: "xpti (strobe sample --xpti), use_tracing",
     },
     Component {
         name: "threads",

@@ -26,6 +26,7 @@ mod summary;
 mod summary_mpi;
 mod symbolize;
 mod symbolize_cmd;
+mod xpti_env;
 
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;

@@ -3,8 +3,9 @@
 //!
 //! Owns the launcher's sequence: resolve settings (nothing starts if one is
 //! invalid), find the runtime, run the program with the settings carried in
-//! `STROBE_*` variables and the runtime in `LD_PRELOAD`, then collect the
-//! databases its processes wrote. Exits with the program's status.
+//! `STROBE_*` variables and the runtime in `LD_PRELOAD` (with `--xpti`, the
+//! XPTI variables too: see `xpti_env`), then collect the databases its
+//! processes wrote. Exits with the program's status.
 
 use crate::launch::{exit_code, run, signal_name, Outcome};
 use crate::runtime_lib;
@@ -200,6 +201,7 @@ fn report(args: &SampleArgs, databases: &[PathBuf]) {
         by_process: databases.len() > 1,
         start: None,
         end: None,
+        without_notes: true,
     };
     let mut text = Vec::new();
     match crate::summary::render(&summary, &mut text) {
@@ -608,6 +610,13 @@ pub fn run_program(
     causal: Option<strobe_collect::causal::CausalOptions>,
 ) -> Result<Ran> {
     let runtime = runtime_lib::locate(settings.path(Key::Runtime))?;
+    // Before anything starts: a missing dispatcher is an error. Nothing to
+    // do when tracing is not recorded.
+    let xpti = if settings.bool(Key::Xpti) && settings.bool(Key::UseTracing) {
+        crate::xpti_env::for_program(&runtime)?
+    } else {
+        Vec::new()
+    };
     let causal_run = causal.is_some();
     let collector = strobe_collect::Collector::start(strobe_collect::Options {
         causal,
@@ -638,6 +647,8 @@ pub fn run_program(
         preload.push(existing);
     }
     env.push(("LD_PRELOAD".into(), preload));
+    // For the program itself: its XPTI runtimes read them.
+    env.extend(xpti);
     // CPython >= 3.12 then writes a perf map naming its functions.
     let python_perf = settings.bool(Key::SamplingPythonPerf)
         && std::env::var_os(PYTHON_PERF_ENV).is_none_or(|v| v.is_empty());

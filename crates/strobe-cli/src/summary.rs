@@ -76,6 +76,10 @@ pub struct SummaryArgs {
     /// Restrict to a window up to here (ns after the run start, or %).
     #[arg(long)]
     pub end: Option<String>,
+    /// Leave out the notes stored with the run (`strobe sample` printed
+    /// them already).
+    #[arg(skip)]
+    pub without_notes: bool,
 }
 
 fn proc_cols(by: bool) -> Vec<String> {
@@ -584,6 +588,10 @@ pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 obj.insert("function_counters".into(), c.json(f));
             }
         }
+        let notes = stored_notes(&profile, a);
+        if !notes.is_empty() {
+            obj.insert("notes".into(), serde_json::to_value(notes)?);
+        }
         writeln!(
             out,
             "{}",
@@ -673,7 +681,29 @@ pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     if a.report == Report::All {
         crate::summary_mpi::render_if_any(&profile, a, out)?;
     }
+    if fmt == Format::Table {
+        for note in stored_notes(&profile, a) {
+            writeln!(out, "\nNote: {note}.")?;
+        }
+    }
     Ok(())
+}
+
+/// The notes a run stored for the summary to repeat (each once, however
+/// many processes stored it): what strobe could not record, such as the
+/// XPTI notifications of `--xpti` (`strobe_collect::XPTI_NOTE`).
+fn stored_notes(profile: &strobe_db::Profile, a: &SummaryArgs) -> Vec<String> {
+    if a.without_notes || a.report != Report::All {
+        return Vec::new();
+    }
+    let query = || -> strobe_db::rusqlite::Result<Vec<String>> {
+        let mut statement = profile
+            .connection()
+            .prepare("SELECT DISTINCT value FROM strobe_settings WHERE name = ?1 ORDER BY value")?;
+        let rows = statement.query_map([strobe_collect::XPTI_NOTE], |r| r.get(0))?;
+        rows.collect()
+    };
+    query().unwrap_or_default()
 }
 
 #[cfg(test)]

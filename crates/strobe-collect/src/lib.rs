@@ -46,6 +46,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 pub use kernel::perf::{sees_system_calls as kernel_sees_system_calls, Events as KernelEvents};
+pub use process::XPTI_NOTE;
 
 /// Bytes of copied records that may wait for the writer.
 pub const QUEUE_LIMIT: usize = 512 << 20;

@@ -25,6 +25,14 @@ use strobe_core::shm::wire::{
 use strobe_db::{ProcessInfo, SampleKind, WriterOptions};
 use strobe_sampler::TimerClock;
 
+/// The `strobe_settings` row that repeats the run's XPTI note (see
+/// `Process::xpti_note`) for `strobe summary`.
+pub const XPTI_NOTE: &str = "xpti.note";
+
+/// File-name prefixes of the libraries that bring XPTI instrumentation
+/// (and its proxy) into a program, most specific first.
+const XPTI_LIBRARIES: &[&str] = &["libsycl", "libur_loader"];
+
 /// What the runtime said about the process.
 pub struct Described {
     pub exe: String,
@@ -136,6 +144,14 @@ pub struct Process {
     modules: Vec<Module>,
     strings: HashMap<u32, String>,
     xpti_names: HashMap<u64, String>,
+    /// XPTI stream names by the id notifications carry.
+    xpti_streams: HashMap<u32, String>,
+    /// The runtime's `xptiTraceInit` ran (an XPTI dispatcher announced a
+    /// stream).
+    xpti_initialized: bool,
+    /// A dispatcher announced a stream but the runtime could not find it:
+    /// the stream and why.
+    xpti_missing: Option<(String, String)>,
     thread_starts: HashMap<i32, u64>,
     notes: Vec<String>,
     /// Pages of code in no announced module already looked up in
@@ -226,6 +242,9 @@ impl Process {
             modules: Vec::new(),
             strings: HashMap::new(),
             xpti_names: HashMap::new(),
+            xpti_streams: HashMap::new(),
+            xpti_initialized: false,
+            xpti_missing: None,
             thread_starts: HashMap::new(),
             notes: Vec::new(),
             looked_up: std::collections::HashSet::new(),
@@ -561,13 +580,32 @@ impl Process {
                 self.xpti_names
                     .insert(uid, String::from_utf8_lossy(&bytes[8..]).into_owned());
             }
+            event::XPTI_STREAM => {
+                self.xpti_initialized = true;
+                if arg == 0 {
+                    let (stream, why) = bytes
+                        .iter()
+                        .position(|&b| b == 0)
+                        .map_or((bytes, &[][..]), |i| (&bytes[..i], &bytes[i + 1..]));
+                    self.xpti_missing.get_or_insert((
+                        String::from_utf8_lossy(stream).into_owned(),
+                        String::from_utf8_lossy(why).into_owned(),
+                    ));
+                } else {
+                    self.xpti_streams.insert(arg, text());
+                }
+            }
             event::XPTI => {
                 let Some(x) = read::<XptiBody>(bytes) else {
                     return;
                 };
-                let name = self.xpti_name(x.unique_id);
+                let name = match self.strings.get(&arg) {
+                    Some(text) if arg != 0 => text.clone(),
+                    _ => self.xpti_name(x.unique_id),
+                };
                 let counters = counter_readings(&bytes[std::mem::size_of::<XptiBody>()..]);
                 let counters = counters.collect();
+                let stream = self.xpti_streams.get(&x.stream_id).cloned();
                 if let Some(p) = self.profile(options) {
                     let r = p.xpti(
                         tid,
@@ -575,6 +613,7 @@ impl Process {
                         x.unique_id,
                         x.instance,
                         &name,
+                        stream.as_deref(),
                         at,
                         counters,
                     );
@@ -600,6 +639,76 @@ impl Process {
             }
             _ => {}
         }
+    }
+
+    /// What the run's report says about XPTI in this process, when the
+    /// `xpti` setting asked for its notifications and none could be
+    /// recorded: the dispatcher the runtime could not find, or an
+    /// XPTI-instrumented library loaded while the runtime's `xptiTraceInit`
+    /// never ran.
+    fn xpti_note(&self, options: &Options) -> Option<String> {
+        let setting = |name: &str| {
+            options
+                .settings
+                .iter()
+                .any(|(k, v)| k == name && v == "true")
+        };
+        let wanted = setting("xpti") && setting("use_tracing");
+        if !wanted || self.segment.is_none() {
+            return None;
+        }
+        if let Some((stream, why)) = self
+            .xpti_missing
+            .as_ref()
+            .filter(|_| self.xpti_streams.is_empty())
+        {
+            return Some(format!(
+                "the XPTI dispatcher that announced stream `{stream}` could not be found \
+                 ({why}), so no XPTI notifications were recorded"
+            ));
+        }
+        if self.xpti_initialized {
+            return None;
+        }
+        let library = XPTI_LIBRARIES.iter().find_map(|prefix| {
+            self.modules.iter().find_map(|m| {
+                let file = std::path::Path::new(&m.path).file_name()?.to_str()?;
+                file.starts_with(prefix).then(|| file.to_string())
+            })
+        })?;
+        if !self.runtime_subscribes() {
+            return Some(format!(
+                "{library} was loaded with the xpti setting on, but XPTI_SUBSCRIBERS does not \
+                 name strobe's runtime here, so no XPTI notifications were recorded \
+                 (`strobe sample --xpti` sets it; a program preloaded without the launcher \
+                 needs XPTI_TRACE_ENABLE=1, XPTI_FRAMEWORK_DISPATCHER and XPTI_SUBSCRIBERS set \
+                 to the runtime's path)"
+            ));
+        }
+        Some(format!(
+            "the XPTI dispatcher was not initialized by {library} (its proxy unloads a \
+             dispatcher that lacks a function it needs), so no XPTI notifications were recorded"
+        ))
+    }
+
+    /// Whether the process's `XPTI_SUBSCRIBERS` names strobe's runtime (an
+    /// entry it also preloads, or one named like it).
+    fn runtime_subscribes(&self) -> bool {
+        let env = |name: &str| {
+            self.described
+                .env
+                .iter()
+                .find(|(k, _)| k == name)
+                .map_or("", |(_, v)| v.as_str())
+        };
+        let preloaded: Vec<&str> = env("LD_PRELOAD")
+            .split([':', ' '])
+            .filter(|p| !p.is_empty())
+            .collect();
+        env("XPTI_SUBSCRIBERS")
+            .split(',')
+            .map(str::trim)
+            .any(|s| !s.is_empty() && (preloaded.contains(&s) || s.contains("strobe_runtime")))
     }
 
     fn xpti_name(&self, uid: u64) -> String {
@@ -673,6 +782,8 @@ impl Process {
         for w in self.described.warnings.clone() {
             self.notes.push(w);
         }
+        let xpti_note = self.xpti_note(options);
+        self.notes.extend(xpti_note.clone());
         let unsampled: Vec<u64> = self
             .ended_cpu
             .iter()
@@ -733,6 +844,9 @@ impl Process {
         }
         for (i, note) in self.notes.iter().enumerate() {
             profile.setting(&format!("not_profiled.{i}"), note);
+        }
+        if let Some(note) = &xpti_note {
+            profile.setting(XPTI_NOTE, note);
         }
         if let Some(e) = &profile.error {
             self.notes

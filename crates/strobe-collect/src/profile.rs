@@ -44,8 +44,8 @@ pub const PROFILE_COUNTER_EXTDATA: &str = r#"{"strobe":"sampling_events","per_re
 const CPU_COUNTER_INTERVAL_NS: u64 = 100_000_000;
 
 /// An open tracing begin/end pair: start, depth, counter readings at the
-/// begin.
-type OpenPair = (u64, u32, Vec<CounterReading>);
+/// begin, name at the begin (for a pair never closed).
+type OpenPair = (u64, u32, Vec<CounterReading>, String);
 
 /// The writer and what it needs to turn records into rows.
 pub struct Profile {
@@ -533,7 +533,8 @@ impl Profile {
     }
 
     /// A tracing notification: begin/end pairs become regions, everything
-    /// else an instant.
+    /// else an instant; `stream`, its stream's name when known, becomes the
+    /// region's `stream` argument.
     /// `counters`: the thread's counter readings a begin or end carries.
     #[allow(clippy::too_many_arguments)]
     pub fn xpti(
@@ -543,25 +544,33 @@ impl Profile {
         uid: u64,
         instance: u64,
         name: &str,
+        stream: Option<&str>,
         at: u64,
         counters: Vec<CounterReading>,
     ) -> Result<()> {
+        let stream_arg = stream.map(|value| Arg {
+            name: "stream",
+            ty: "str",
+            value,
+        });
+        let args = stream_arg.as_slice();
         let key = (tid, uid, instance);
         if let Some(category) = crate::trace_types::span_category(trace_type & !1) {
             if trace_type & 1 == 0 {
                 let depth = self.depth.entry(tid).or_insert(0);
-                self.open.insert(key, (at, *depth, counters));
+                self.open
+                    .insert(key, (at, *depth, counters, name.to_string()));
                 *depth += 1;
                 return Ok(());
             }
-            let Some((start, depth, begin)) = self.open.remove(&key) else {
+            let Some((start, depth, begin, _)) = self.open.remove(&key) else {
                 return Ok(());
             };
             if let Some(d) = self.depth.get_mut(&tid) {
                 *d = d.saturating_sub(1);
             }
             let name = self.text(name)?;
-            let ev = self.region(tid, name, category, start, at, depth, &[])?;
+            let ev = self.region(tid, name, category, start, at, depth, args)?;
             if !self.counters.is_empty() {
                 self.region_counters(ev, &begin, &counters)?;
             }
@@ -569,7 +578,8 @@ impl Profile {
         }
         let category = crate::trace_types::instant_category(trace_type);
         let name = self.text(name)?;
-        self.region(tid, name, category, at, at, 0, &[]).map(|_| ())
+        self.region(tid, name, category, at, at, 0, args)
+            .map(|_| ())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -631,9 +641,14 @@ impl Profile {
             }
         }
         let open: Vec<_> = self.open.drain().collect();
-        for ((tid, uid, _), (start, depth, begin)) in open {
+        for ((tid, uid, _), (start, depth, begin, name)) in open {
+            let name = if name.is_empty() {
+                xpti_name(uid)
+            } else {
+                name
+            };
             let r = self
-                .text(&xpti_name(uid))
+                .text(&name)
                 .and_then(|name| {
                     self.region(tid, name, "user", start, end_ns, depth, &unterminated)
                 })

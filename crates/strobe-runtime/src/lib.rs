@@ -9,7 +9,9 @@
 //! calls causal profiling needs (forwarded unchanged outside causal runs).
 //!
 //! This crate owns wiring: producers (sampler, user API, tracing
-//! notifications) to the segment's rings, and the process life cycle. It
+//! notifications, from its own framework and, as a C-ABI XPTI subscriber
+//! exporting `xptiTraceInit`/`xptiTraceFinish`, from the program's XPTI
+//! dispatcher) to the segment's rings, and the process life cycle. It
 //! only produces: after its constructor returns it holds no file
 //! descriptor and runs no thread (tool plugins, opt-in, and the per-thread
 //! counters of `sampling_events`, opt-in, are the exceptions: see
@@ -35,3 +37,4 @@ mod threads;
 mod tools;
 mod tracing;
 mod user_api;
+mod xpti_subscriber;

@@ -139,7 +139,8 @@ fn describe_process(config: &RuntimeConfig, args: &[Vec<u8>]) -> Vec<u8> {
         let k = k.to_string_lossy();
         let recorded = (k.starts_with("STROBE_") && !k.starts_with("STROBE_INTERNAL_"))
             || k == "LD_PRELOAD"
-            || k == "OMP_NUM_THREADS";
+            || k == "OMP_NUM_THREADS"
+            || k.starts_with("XPTI_");
         if recorded {
             w.put(info::ENV, format!("{k}={}", v.to_string_lossy()).as_bytes());
         }
@@ -227,6 +228,21 @@ pub fn begin(rt: &'static Runtime, older_threads: &[i32]) {
     crate::threads::adopt_threads(rt, older_threads);
     if rt.config.tracing {
         crate::tracing::attach();
+        crate::xpti_subscriber::announce(rt);
+    }
+}
+
+/// Whether this process records tracing notifications, or may still (its
+/// constructor has not run yet): `false` once start-up decided that
+/// profiling or tracing is off here.
+pub fn collects_tracing() -> bool {
+    if let Some(rt) = crate::state::current() {
+        return rt.config.tracing;
+    }
+    match PREPARED.get() {
+        None => true,
+        Some(None) => false,
+        Some(Some(prepared)) => prepared.config.tracing,
     }
 }
 

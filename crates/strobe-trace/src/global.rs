@@ -5,7 +5,7 @@
 //! instance (after [`reset_global`]) is leaked, never freed: C code may still
 //! hold its events. It must never load subscribers while holding a lock.
 
-use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::framework::{EnablePolicy, Framework};
@@ -23,6 +23,8 @@ pub const ENV_DISPATCHER: &str = "XPTI_FRAMEWORK_DISPATCHER";
 pub const BUILTIN_PRINTER: &str = "strobe:printer";
 
 static GLOBAL: AtomicPtr<Framework> = AtomicPtr::new(std::ptr::null_mut());
+/// Set by [`skip_env_subscribers`].
+static SKIP_ENV_SUBSCRIBERS: AtomicBool = AtomicBool::new(false);
 /// 0 = global not created yet, 1 = disabled, 2 = enabled.
 static GLOBAL_ENABLED: AtomicU8 = AtomicU8::new(0);
 
@@ -108,7 +110,19 @@ fn global_slow() -> &'static Framework {
     }
 }
 
+/// The global framework, once created, will not load the libraries named
+/// in `XPTI_SUBSCRIBERS`: for a copy of this crate that is not the
+/// program's dispatcher (strobe's preloaded runtime has one of its own,
+/// and must not load the program's subscribers into it, itself included).
+/// Call before the first [`global`]; later calls change nothing.
+pub fn skip_env_subscribers() {
+    SKIP_ENV_SUBSCRIBERS.store(true, Ordering::Relaxed);
+}
+
 fn load_env_subscribers(g: &Framework) {
+    if SKIP_ENV_SUBSCRIBERS.load(Ordering::Relaxed) {
+        return;
+    }
     let Some(list) = std::env::var_os(ENV_SUBSCRIBERS) else {
         return;
     };

@@ -54,8 +54,8 @@ pub use error::{result_code, TraceError};
 pub use event::{EventData, ObjectData, Payload, Reserved, Uid};
 pub use framework::{EnablePolicy, Framework};
 pub use global::{
-    env_trace_enable, global, parse_trace_enable, reset_global, trace_enabled, BUILTIN_PRINTER,
-    ENV_DISPATCHER, ENV_SUBSCRIBERS, ENV_TRACE_ENABLE,
+    env_trace_enable, global, parse_trace_enable, reset_global, skip_env_subscribers,
+    trace_enabled, BUILTIN_PRINTER, ENV_DISPATCHER, ENV_SUBSCRIBERS, ENV_TRACE_ENABLE,
 };
 pub use objects::{Object, ObjectTable};
 pub use scoped::ScopedNotify;

@@ -215,6 +215,8 @@ settings! {
     TracePeriods = "trace_periods", Tracing, Kind::TimeWindows, Text("");
     /// Record regions and markers from the user API and XPTI events.
     UseTracing = "use_tracing", Tracing, Kind::Bool, Text("true");
+    /// Record the notifications of XPTI-instrumented runtimes (SYCL, Unified Runtime): the program gets XPTI_TRACE_ENABLE=1, XPTI_FRAMEWORK_DISPATCHER (libstrobe_xpti.so next to the runtime, unless already set) and strobe's runtime appended to XPTI_SUBSCRIBERS; the program sees these variables.
+    Xpti = "xpti", Tracing, Kind::Bool, Text("false");
     /// Bytes per buffer between producers and the database writer (rounded up to the page size).
     BufferSize = "buffer_size", Buffer, Kind::Int { min: 4096, max: 1 << 30 }, Text("4194304");
     /// What a full buffer does: 'lossless' makes producers wait for an empty buffer, 'discard' drops and counts records.

@@ -169,9 +169,11 @@ pub mod event {
     pub const REGION_END: u16 = 6;
     /// An instant marker named by string `arg`.
     pub const MARK: u16 = 7;
-    /// A tracing-framework notification; bytes: an [`super::XptiBody`],
-    /// then, for the begin and end of a pair when the process counts, the
-    /// counter readings as for `REGION_BEGIN`.
+    /// A tracing-framework notification; `arg`: the string id of its
+    /// event's name (0: none, the name of its unique id from `XPTI_NAME`
+    /// then); bytes: an [`super::XptiBody`], then, for the begin and end of
+    /// a pair when the process counts, the counter readings as for
+    /// `REGION_BEGIN`.
     pub const XPTI: u16 = 8;
     /// Names a tracing event; bytes: unique id (u64 LE) then the name.
     pub const XPTI_NAME: u16 = 9;
@@ -195,7 +197,18 @@ pub mod event {
     /// A clock comparison with the reference rank; bytes: an
     /// [`super::MpiClockBody`].
     pub const MPI_CLOCK: u16 = 14;
+    /// An XPTI dispatcher announced a stream to the runtime (its
+    /// `xptiTraceInit` ran). `arg` is the stream id as
+    /// [`super::XptiBody::stream_id`] carries it (0: the dispatcher could not
+    /// be found, so the stream has no id); bytes: the stream's name.
+    pub const XPTI_STREAM: u16 = 15;
 }
+
+/// Set in [`XptiBody::stream_id`] (and in the `arg` of an
+/// [`event::XPTI_STREAM`] record) for streams of the C-ABI dispatcher the
+/// program loaded (`XPTI_FRAMEWORK_DISPATCHER`), whose ids are counted apart
+/// from those of the runtime's own Rust framework.
+pub const XPTI_C_STREAM: u32 = 0x100;
 
 /// MPI functions, by the index an [`MpiCallBody`] carries.
 pub const MPI_FUNCTIONS: &[&str] = &[
@@ -386,6 +399,7 @@ pub struct XptiBody {
     pub parent_unique_id: u64,
     pub instance: u64,
     pub user_data: u64,
+    /// The stream's id; [`XPTI_C_STREAM`] set for a C-ABI dispatcher's.
     pub stream_id: u32,
     pub trace_type: u16,
     pub reserved: u16,
