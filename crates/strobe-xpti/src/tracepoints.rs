@@ -149,17 +149,23 @@ pub extern "C" fn xptiUnsetTracepointScopeData() {
     unsafe { ffi::strobe_xpti_scope_unset() }
 }
 
+/// The Rust framework's event and payload of an id (null when it has none).
+fn framework_records(uid: u64) -> (*const EventData, *const Payload) {
+    let event = global()
+        .find_event(uid)
+        .map_or(std::ptr::null(), |e| e as *const EventData);
+    let payload = global()
+        .query_payload(uid)
+        .map_or(std::ptr::null(), |p| p as *const Payload);
+    (event, payload)
+}
+
 /// The `xpti_trace_event_t *` of an id (a tracepoint or an event made by
 /// `xptiMakeEvent`), or null.
 #[no_mangle]
 pub extern "C" fn xptiLookupEvent(uid: u64) -> *const c_void {
     guard(std::ptr::null(), || {
-        let event = global()
-            .find_event(uid)
-            .map_or(std::ptr::null(), |e| e as *const EventData);
-        let payload = global()
-            .query_payload(uid)
-            .map_or(std::ptr::null(), |p| p as *const Payload);
+        let (event, payload) = framework_records(uid);
         // SAFETY: both pointers are null or framework-owned records that live
         // for the process.
         unsafe { ffi::strobe_xpti_lookup_event(uid, event, payload) }
@@ -170,12 +176,7 @@ pub extern "C" fn xptiLookupEvent(uid: u64) -> *const c_void {
 #[no_mangle]
 pub extern "C" fn xptiLookupPayload(uid: u64) -> *const c_void {
     guard(std::ptr::null(), || {
-        let event = global()
-            .find_event(uid)
-            .map_or(std::ptr::null(), |e| e as *const EventData);
-        let payload = global()
-            .query_payload(uid)
-            .map_or(std::ptr::null(), |p| p as *const Payload);
+        let (event, payload) = framework_records(uid);
         // SAFETY: as in `xptiLookupEvent`.
         unsafe { ffi::strobe_xpti_lookup_payload(uid, event, payload) }
     })

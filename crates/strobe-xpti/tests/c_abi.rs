@@ -54,6 +54,34 @@ fn link_dir() -> PathBuf {
     d
 }
 
+/// Compiles tests/c/`name`.cpp against strobe's header and dispatcher.
+fn build_cpp(dir_name: &str, name: &str) -> PathBuf {
+    let dir = work_dir(dir_name);
+    let exe = dir.join(name);
+    let lib = link_dir();
+    let inc = format!("-I{}", s(&include_dir()));
+    let l = format!("-L{}", s(&lib));
+    let rpath = format!("-Wl,-rpath,{}", s(&lib));
+    let src = c_dir().join(format!("{name}.cpp"));
+    compile(
+        "c++",
+        &[
+            "-std=c++17",
+            "-Wall",
+            "-Werror",
+            "-pthread",
+            &inc,
+            s(&src),
+            &l,
+            "-lstrobe_xpti",
+            &rpath,
+            "-o",
+            s(&exe),
+        ],
+    );
+    exe
+}
+
 fn work_dir(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("strobe-xpti-c")
@@ -391,27 +419,7 @@ fn seed_cpp_example_compiles_and_runs() {
         eprintln!("skipped: no c++ compiler on this machine");
         return;
     }
-    let dir = work_dir("cpp");
-    let exe = dir.join("seed_example");
-    let lib = link_dir();
-    let inc = format!("-I{}", s(&include_dir()));
-    let l = format!("-L{}", s(&lib));
-    let rpath = format!("-Wl,-rpath,{}", s(&lib));
-    compile(
-        "c++",
-        &[
-            "-std=c++17",
-            "-Wall",
-            "-Werror",
-            &inc,
-            s(&c_dir().join("seed_example.cpp")),
-            &l,
-            "-lstrobe_xpti",
-            &rpath,
-            "-o",
-            s(&exe),
-        ],
-    );
+    let exe = build_cpp("cpp", "seed_example");
     let o = run(&exe, &[]);
     let out = stdout(&o);
     assert!(
@@ -450,28 +458,7 @@ fn tracepoints_through_their_cpp_interfaces() {
         eprintln!("skipped: no c++ compiler on this machine");
         return;
     }
-    let dir = work_dir("tracepoints");
-    let exe = dir.join("tracepoint_test");
-    let lib = link_dir();
-    let inc = format!("-I{}", s(&include_dir()));
-    let l = format!("-L{}", s(&lib));
-    let rpath = format!("-Wl,-rpath,{}", s(&lib));
-    compile(
-        "c++",
-        &[
-            "-std=c++17",
-            "-Wall",
-            "-Werror",
-            "-pthread",
-            &inc,
-            s(&c_dir().join("tracepoint_test.cpp")),
-            &l,
-            "-lstrobe_xpti",
-            &rpath,
-            "-o",
-            s(&exe),
-        ],
-    );
+    let exe = build_cpp("tracepoints", "tracepoint_test");
     let o = run(&exe, &[]);
     let out = stdout(&o);
     assert!(
