@@ -143,7 +143,6 @@ pub struct Process {
     profile: Option<Profile>,
     modules: Vec<Module>,
     strings: HashMap<u32, String>,
-    xpti_names: HashMap<u64, String>,
     /// XPTI stream names by the id notifications carry.
     xpti_streams: HashMap<u32, String>,
     /// The runtime's `xptiTraceInit` ran (an XPTI dispatcher announced a
@@ -241,7 +240,6 @@ impl Process {
             profile: None,
             modules: Vec::new(),
             strings: HashMap::new(),
-            xpti_names: HashMap::new(),
             xpti_streams: HashMap::new(),
             xpti_initialized: false,
             xpti_missing: None,
@@ -575,11 +573,6 @@ impl Process {
                     exec_reason::describe(arg)
                 ));
             }
-            event::XPTI_NAME if bytes.len() >= 8 => {
-                let uid = u64::from_le_bytes(bytes[..8].try_into().unwrap_or_default());
-                self.xpti_names
-                    .insert(uid, String::from_utf8_lossy(&bytes[8..]).into_owned());
-            }
             event::XPTI_STREAM => {
                 self.xpti_initialized = true;
                 if arg == 0 {
@@ -601,7 +594,7 @@ impl Process {
                 };
                 let name = match self.strings.get(&arg) {
                     Some(text) if arg != 0 => text.clone(),
-                    _ => self.xpti_name(x.unique_id),
+                    _ => format!("event {}", x.unique_id),
                 };
                 let counters = counter_readings(&bytes[std::mem::size_of::<XptiBody>()..]);
                 let counters = counters.collect();
@@ -711,13 +704,6 @@ impl Process {
             .any(|s| !s.is_empty() && (preloaded.contains(&s) || s.contains("strobe_runtime")))
     }
 
-    fn xpti_name(&self, uid: u64) -> String {
-        self.xpti_names
-            .get(&uid)
-            .cloned()
-            .unwrap_or_else(|| format!("event {uid}"))
-    }
-
     /// Whether the process replaced its image and that image is the one
     /// `pid` now runs under a new segment.
     pub fn replaced_by_exec(&self) -> bool {
@@ -811,13 +797,7 @@ impl Process {
             return (None, self.notes);
         };
         let end = now_ns();
-        let names = self.xpti_names.clone();
-        profile.close_open_regions(end, |uid| {
-            names
-                .get(&uid)
-                .cloned()
-                .unwrap_or_else(|| format!("event {uid}"))
-        });
+        profile.close_open_regions(end);
         for m in &self.modules {
             let r = profile.add_module(m);
             profile.note(r);

@@ -617,7 +617,7 @@ impl Profile {
     }
 
     /// Regions still open at the end close there, marked unterminated.
-    pub fn close_open_regions(&mut self, end_ns: u64, xpti_name: impl Fn(u64) -> String) {
+    pub fn close_open_regions(&mut self, end_ns: u64) {
         let unterminated = [Arg {
             name: "unterminated",
             ty: "bool",
@@ -641,12 +641,7 @@ impl Profile {
             }
         }
         let open: Vec<_> = self.open.drain().collect();
-        for ((tid, uid, _), (start, depth, begin, name)) in open {
-            let name = if name.is_empty() {
-                xpti_name(uid)
-            } else {
-                name
-            };
+        for ((tid, _, _), (start, depth, begin, name)) in open {
             let r = self
                 .text(&name)
                 .and_then(|name| {

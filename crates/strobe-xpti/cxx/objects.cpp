@@ -180,8 +180,6 @@ public:
   uint64_t instance_no = 0;
   /// A tracepoint's location (null for a view).
   location *loc = nullptr;
-  /// A view's string ids.
-  int32_t func_id = -1, file_id = -1;
   payload_rec own_payload;
   event_rec own_event;
   payload_rec *pl = &own_payload;
@@ -317,9 +315,9 @@ int32_t interned(std::atomic<int32_t> &id, const std::string &text) {
   return v;
 }
 
-/// The stored location for `key`, made (strings copied, ids interned) on
-/// first sight. One lock covers the lookup and the insertion: the Rust
-/// string table it calls into never calls back.
+/// The stored location for `key`, made (strings copied; string ids are
+/// interned later, on request) on first sight, under one lock for the
+/// lookup and the insertion.
 location *stored_location(const location_key &key) {
   std::lock_guard<std::mutex> g(g_locations_lock);
   if (!g_locations) {
@@ -506,11 +504,15 @@ int32_t add_to_map(event_rec *e, const char *key, int32_t value) {
 }
 
 int32_t point::name_string_id() const {
-  return loc ? interned(loc->func_id, loc->func) : func_id;
+  // A view's payload strings belong to the Rust side's registry: interning
+  // them again finds their ids.
+  return loc ? interned(loc->func_id, loc->func)
+             : pl->name ? int32_t(strobe_xpti_intern(pl->name)) : -1;
 }
 
 int32_t point::file_string_id() const {
-  return loc ? interned(loc->file_id, loc->file) : file_id;
+  return loc ? interned(loc->file_id, loc->file)
+             : pl->source_file ? int32_t(strobe_xpti_intern(pl->source_file)) : -1;
 }
 
 int32_t point::add_item(const char *key, int32_t value) {
@@ -628,9 +630,6 @@ static point *view_of(uint64_t uid, event_rec *event, payload_rec *payload) {
       v->own_event.unique_id = uid;
       v->own_event.payload = v->pl;
       v->instance_no = event ? event->instance_id : 0;
-      v->func_id = v->pl->name ? int32_t(strobe_xpti_intern(v->pl->name)) : -1;
-      v->file_id =
-          v->pl->source_file ? int32_t(strobe_xpti_intern(v->pl->source_file)) : -1;
     }
     return v;
   } catch (...) {

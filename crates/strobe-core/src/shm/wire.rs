@@ -170,13 +170,13 @@ pub mod event {
     /// An instant marker named by string `arg`.
     pub const MARK: u16 = 7;
     /// A tracing-framework notification; `arg`: the string id of its
-    /// event's name (0: none, the name of its unique id from `XPTI_NAME`
-    /// then); bytes: an [`super::XptiBody`], then, for the begin and end of
+    /// event's name (0: none; the collector then names it `event <uid>`);
+    /// bytes: an [`super::XptiBody`], then, for the begin and end of
     /// a pair when the process counts, the counter readings as for
     /// `REGION_BEGIN`.
     pub const XPTI: u16 = 8;
-    /// Names a tracing event; bytes: unique id (u64 LE) then the name.
-    pub const XPTI_NAME: u16 = 9;
+    // 9 named a tracing event by its unique id until event names became
+    // string ids (`XPTI`'s `arg`): retired, never to be reused.
     /// A loaded module; bytes: a [`super::ModuleBody`] then build id and path.
     pub const MODULE: u16 = 10;
     /// This thread started a child process (`fork`, `posix_spawn`, or a
