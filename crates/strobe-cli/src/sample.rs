@@ -287,6 +287,9 @@ pub fn runtime_config(
         output_file: settings.text(Key::OutputFile).to_string(),
         tsc: strobe_core::clock::tsc_is_reliable(),
         counters: counters.counters.iter().map(|c| c.name.clone()).collect(),
+        sampling_at_start: [Key::SamplingCputimeDelay, Key::SamplingRealtimeDelay].map(|delay| {
+            settings.duration_ns(delay) == 0 && settings.windows(Key::TracePeriods).specs.is_empty()
+        }),
         ..defaults
     }
 }

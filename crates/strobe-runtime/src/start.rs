@@ -115,6 +115,14 @@ pub fn create_segment(config: &RuntimeConfig, args: &[Vec<u8>]) -> Option<&'stat
         }
     };
     segment.write_info(&describe_process(config, args));
+    for (flag, on) in segment
+        .header()
+        .sampling_on
+        .iter()
+        .zip(config.sampling_at_start)
+    {
+        flag.store(u32::from(on), std::sync::atomic::Ordering::Relaxed);
+    }
     if let Err(e) = crate::connect::hand_over(&collector, &fd) {
         crate::log::emit(&format!(
             "profiling is off for this process: cannot reach the collector ({e})"

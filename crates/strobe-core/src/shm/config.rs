@@ -55,6 +55,12 @@ pub struct RuntimeConfig {
     /// checked against the experiment the collector runs, and threads
     /// pause for the delay they owe (see `shm::causal`).
     pub causal: bool,
+    /// Whether the CPU-time (0) and real-time (1) samplers take samples
+    /// from the process's first instant (no delay, no trace periods): the
+    /// runtime sets the segment's `sampling_on` flags so before the
+    /// collector has looked at the process (it may be slow to, on a loaded
+    /// machine), instead of missing what the program does until then.
+    pub sampling_at_start: [bool; 2],
 }
 
 impl Default for RuntimeConfig {
@@ -79,6 +85,7 @@ impl Default for RuntimeConfig {
             tsc: false,
             counters: Vec::new(),
             causal: false,
+            sampling_at_start: [true; 2],
         }
     }
 }
@@ -114,7 +121,7 @@ fn unescape(text: &str) -> Option<String> {
 impl RuntimeConfig {
     /// The text carried in [`CONFIG_ENV`].
     pub fn encode(&self) -> String {
-        let fields: [(&str, String); 17] = [
+        let fields: [(&str, String); 19] = [
             ("cputime_hz", self.cputime_hz.to_string()),
             ("cputime_signal", self.cputime_signal.to_string()),
             ("realtime_hz", self.realtime_hz.to_string()),
@@ -132,6 +139,14 @@ impl RuntimeConfig {
             ("tsc", u8::from(self.tsc).to_string()),
             ("counters", escape(&self.counters.join("\n"))),
             ("causal", u8::from(self.causal).to_string()),
+            (
+                "cputime_at_start",
+                u8::from(self.sampling_at_start[0]).to_string(),
+            ),
+            (
+                "realtime_at_start",
+                u8::from(self.sampling_at_start[1]).to_string(),
+            ),
         ];
         fields
             .iter()
@@ -171,6 +186,8 @@ impl RuntimeConfig {
                 "output_file" => c.output_file = unescape(value).ok_or_else(bad)?,
                 "tsc" => c.tsc = flag(value)?,
                 "causal" => c.causal = flag(value)?,
+                "cputime_at_start" => c.sampling_at_start[0] = flag(value)?,
+                "realtime_at_start" => c.sampling_at_start[1] = flag(value)?,
                 "counters" => {
                     c.counters = unescape(value)
                         .ok_or_else(bad)?
@@ -209,6 +226,7 @@ mod tests {
             output_file: "a;b=%pid%.db".into(),
             counters: vec!["task-clock".into(), "cpu/event=0x3c,umask=0x00/".into()],
             causal: true,
+            sampling_at_start: [false, true],
             ..Default::default()
         };
         assert_eq!(RuntimeConfig::decode(&c.encode()).unwrap(), c);
