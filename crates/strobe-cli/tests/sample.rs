@@ -785,7 +785,11 @@ fn samples_count_from_a_process_first_instant_and_not_before_a_delay_or_period()
         let out = sample_with(tmp.path(), options, &[program.to_str().unwrap(), "wait"]);
         assert_eq!(out.status.code(), Some(3), "{options:?}: {}", stderr(&out));
         let dbs = databases(tmp.path());
-        weight_ms(&dbs.iter().flat_map(|db| samples(db)).collect::<Vec<_>>(), "sample", "")
+        weight_ms(
+            &dbs.iter().flat_map(|db| samples(db)).collect::<Vec<_>>(),
+            "sample",
+            "",
+        )
     };
     // The runtime samples before the collector has looked at the process.
     let ms = cpu_ms(&[]);
