@@ -603,6 +603,74 @@ fn perfetto_links_each_send_to_its_receive_across_processes() {
 }
 
 #[test]
+fn chrome_json_links_each_send_to_its_receive_across_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = mpi_run(dir.path());
+    let out = dir.path().join("out");
+    ok(&[
+        "convert",
+        "-i",
+        run.to_str().unwrap(),
+        "-f",
+        "json",
+        "-o",
+        "mpi",
+        "-d",
+        out.to_str().unwrap(),
+    ]);
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("mpi.trace.json")).unwrap()).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    // The name of the innermost complete event of lane (pid, tid) that
+    // holds `ts`: the slice a viewer binds a flow at `ts` to.
+    let slice_at = |pid: &serde_json::Value, tid: &serde_json::Value, ts: f64| {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && &e["pid"] == pid && &e["tid"] == tid)
+            .filter(|e| {
+                let start = e["ts"].as_f64().unwrap();
+                start <= ts && ts < start + e["dur"].as_f64().unwrap()
+            })
+            .min_by(|a, b| {
+                a["dur"]
+                    .as_f64()
+                    .unwrap()
+                    .total_cmp(&b["dur"].as_f64().unwrap())
+            })
+            .map(|e| e["name"].as_str().unwrap().to_string())
+    };
+    let flows = |ph: &str| {
+        events
+            .iter()
+            .filter(|e| e["ph"] == ph)
+            .map(|e| (e["id"].as_str().unwrap().to_string(), e))
+            .collect::<HashMap<_, _>>()
+    };
+    let (starts, ends) = (flows("s"), flows("f"));
+    assert_eq!((starts.len(), ends.len()), (4, 4), "one flow per message");
+    for r in 0..4 {
+        let id = format!("0x{:x}", message_flow_id(&key(r)));
+        let (s, f) = (starts[&id], ends[&id]);
+        assert_eq!((&s["name"], &s["cat"]), (&f["name"], &f["cat"]), "{s} {f}");
+        assert_eq!(f["bp"], "e", "the end binds to the enclosing slice");
+        let (s_ts, f_ts) = (s["ts"].as_f64().unwrap(), f["ts"].as_f64().unwrap());
+        assert_eq!(s["pid"], PIDS[r], "message {r}");
+        assert_eq!(
+            slice_at(&s["pid"], &s["tid"], s_ts).as_deref(),
+            Some("MPI_Send"),
+            "{s}"
+        );
+        assert_eq!(f["pid"], PIDS[(r + 1) % 4], "message {r}");
+        assert_eq!(
+            slice_at(&f["pid"], &f["tid"], f_ts).as_deref(),
+            Some("MPI_Recv"),
+            "{f}"
+        );
+        assert!(s_ts < f_ts, "message {r}: {s} {f}");
+    }
+}
+
+#[test]
 fn unranked_processes_are_listed_by_pid() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("singleton");

@@ -4,7 +4,10 @@
 //! process/thread name metadata (`M`), regions as complete events (`X`,
 //! in start order; regions that overlap without nesting go to extra lanes
 //! of their thread, since the format requires nesting), instant markers
-//! (`i`), counters (`C`), typed arguments, and each thread's samples of
+//! (`i`), counters (`C`), typed arguments, messages between processes as
+//! flows (`s` inside the region with a `flow_out` key, `f` bound to the
+//! enclosing region with the same `flow_in` key, as in the Perfetto
+//! export), and each thread's samples of
 //! the profile's time kind as a flame chart (nested `X` events of the
 //! sampled stacks on a lane of their own), loadable by chrome://tracing,
 //! the Perfetto UI and speedscope. Each event is written straight to the
@@ -36,6 +39,10 @@ pub struct ChromeStats {
     pub counters: u64,
     /// Complete (`X`) events of sampled stack frames.
     pub sample_frames: u64,
+    /// Flow starts (`s`), one per `flow_out` key (a message's send side).
+    pub flows_out: u64,
+    /// Flow ends (`f`), one per `flow_in` key (its receive side).
+    pub flows_in: u64,
 }
 
 /// Extra lanes of a thread get synthetic thread ids `tid + k × LANE_STRIDE`
@@ -127,6 +134,36 @@ impl<W: Write> Events<W> {
         b.extend_from_slice(b"\"}}");
         self.end()
     }
+}
+
+/// A message flow's start (`s`) or end (`f`, bound to the enclosing
+/// region) on lane `tid` of process `pid` at `at` ns. The id is the
+/// Perfetto export's flow id of the message key, in hex as a string (a
+/// JSON number would lose bits in JavaScript viewers); both ends carry
+/// the same name and category, by which viewers pair them too.
+fn flow<W: Write>(
+    ev: &mut Events<W>,
+    end: bool,
+    (pid, tid): (i64, i64),
+    at: i64,
+    key: &str,
+) -> Result<()> {
+    let b = ev.begin();
+    b.extend_from_slice(if end {
+        br#"{"ph":"f","bp":"e","#
+    } else {
+        br#"{"ph":"s","#
+    });
+    b.extend_from_slice(br#""name":"message","cat":"flow","id":"0x"#);
+    b.extend_from_slice(format!("{:x}", crate::perfetto::message_flow_id(key)).as_bytes());
+    b.extend_from_slice(br#"","pid":"#);
+    jsonw::int(b, pid);
+    b.extend_from_slice(br#","tid":"#);
+    jsonw::int(b, tid);
+    b.extend_from_slice(br#","ts":"#);
+    jsonw::micros(b, at);
+    b.push(b'}');
+    ev.end()
 }
 
 /// An argument's value as its type says (`int`, `float`, `bool`), else a
@@ -434,6 +471,23 @@ pub fn write_chrome<W: Write>(p: &Profile, out: W) -> Result<ChromeStats> {
             st.instants += 1;
         } else {
             st.regions += 1;
+        }
+        // Inside the region, a nanosecond from its edges where it has
+        // room: a viewer binds a flow to the slice open at its time.
+        let dur = r.end.saturating_sub(r.start).max(0);
+        let inset = i64::from(dur >= 2);
+        for (name, _, value) in &r.args {
+            match name.as_str() {
+                "flow_out" => {
+                    flow(&mut ev, false, (r.pid, tid), at + inset, value)?;
+                    st.flows_out += 1;
+                }
+                "flow_in" => {
+                    flow(&mut ev, true, (r.pid, tid), at + dur - inset, value)?;
+                    st.flows_in += 1;
+                }
+                _ => {}
+            }
         }
     }
     let time_kind = strobe_db::summary::time_kind(p)?;
@@ -744,6 +798,7 @@ mod tests {
                 instants: 1,
                 counters: 1,
                 sample_frames: 3,
+                ..Default::default()
             }
         );
     }
