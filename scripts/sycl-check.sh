@@ -3,8 +3,9 @@
 # (libxptifw.so) under Intel's real SYCL runtime (oneAPI 2026.2 from PyPI, on
 # the CPU OpenCL device), notification by notification.
 #
-#  1. Creates the Python venv when missing (dpctl, dpnp, intel-opencl-rt;
-#     ~880 MB of wheels).
+#  1. Creates the Python venv when missing (scripts/sycl-venv.sh: dpctl, dpnp,
+#     intel-opencl-rt; ~880 MB of wheels); exits 3 when this machine cannot
+#     have it (disk, PyPI), as that script does.
 #  2. Builds tests/programs/xpti_count_subscriber.c, linked like Intel's
 #     collectors against a library with the SONAME libxptifw.so.1.
 #  3. For each workload (dpnp, dpctl) x (UR call tracing off, on) runs the
@@ -51,11 +52,8 @@ fail() {
 }
 
 # ---- 1. the venv -------------------------------------------------------------
-if [ ! -x "$venv/bin/python" ]; then
-  echo "== creating $venv (dpctl, dpnp, intel-opencl-rt: ~880 MB of wheels)"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet dpctl==0.22.1 intel-opencl-rt==2026.2.0 dpnp==0.20.0
-fi
+# (exit status 3 from it: this machine cannot have the venv; passed on)
+STROBE_SYCL_VENV="$venv" "$root/scripts/sycl-venv.sh" >/dev/null
 python="$venv/bin/python"
 intel_xpti="$venv/lib/libxptifw.so"
 intel_collector="$venv/lib/libsycl_ur_trace_collector.so"
@@ -106,36 +104,8 @@ if [ -n "$missing" ]; then
 fi
 
 # ---- workloads -------------------------------------------------------------------
-cat >"$work/dpctl_work.py" <<'EOF'
-# dpctl: an OpenCL C program built at run time, USM allocations, copies,
-# a synchronous and an asynchronous kernel submission and a barrier.
-import ctypes
-import dpctl
-import dpctl.memory as dpm
-import dpctl.program as dpp
-import numpy as np
-
-q = dpctl.SyclQueue()
-src = """
-__kernel void axpy(__global const long *a, __global long *b, long s) {
-    size_t i = get_global_id(0);
-    b[i] = s * a[i] + b[i];
-}
-"""
-kernel = dpp.create_program_from_source(q, src).get_sycl_kernel("axpy")
-n = 4096
-ha = np.arange(n, dtype="i8")
-hb = np.ones(n, dtype="i8")
-a = dpm.MemoryUSMDevice(ha.nbytes, queue=q)
-b = dpm.MemoryUSMShared(hb.nbytes, queue=q)
-q.memcpy(a, ha, ha.nbytes)
-q.memcpy(b, hb, hb.nbytes)
-q.submit(kernel, [a, b, ctypes.c_int64(5)], [n])
-e = q.submit_async(kernel, [a, b, ctypes.c_int64(2)], [n], [64])
-q.submit_barrier([e]).wait()
-q.memcpy(hb, b, hb.nbytes)
-print(int(hb.sum()))
-EOF
+# The dpctl workload: tests/programs/sycl_dpctl_work.py (also run under
+# `strobe sample --xpti` by crates/strobe-cli/tests/xpti.rs).
 run_workload() { # NAME DISPATCHER SUBSCRIBER UR(on|off) OUT_PREFIX [VAR=VALUE...]
   local name="$1" dispatcher="$2" sub="$3" ur="$4" out="$5"
   shift 5
@@ -145,7 +115,7 @@ run_workload() { # NAME DISPATCHER SUBSCRIBER UR(on|off) OUT_PREFIX [VAR=VALUE..
   if [ "$name" = dpnp ]; then
     args=(-c "import dpnp; print(int(dpnp.arange(10**6).sum()))")
   else
-    args=("$work/dpctl_work.py")
+    args=("$root/tests/programs/sycl_dpctl_work.py")
   fi
   local rc=0
   env XPTI_TRACE_ENABLE=1 XPTI_FRAMEWORK_DISPATCHER="$dispatcher" \

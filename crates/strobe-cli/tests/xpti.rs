@@ -368,3 +368,86 @@ fn preloaded_without_the_launcher_the_xpti_setting_says_what_is_missing() {
     );
     assert!(!printed.contains(NOT_INITIALIZED), "{printed}");
 }
+
+/// Intel's SYCL runtime (oneAPI 2026.2 from PyPI) in the venv
+/// `scripts/sycl-venv.sh` makes, or why this machine cannot have it.
+fn sycl_venv() -> Result<PathBuf, String> {
+    let script = repo().join("scripts/sycl-venv.sh");
+    let out = Command::new("bash").arg(&script).output().unwrap();
+    match out.status.code() {
+        Some(0) => Ok(PathBuf::from(text(&out.stdout).trim())),
+        Some(3) => Err(text(&out.stderr)),
+        _ => panic!("{} failed: {}", script.display(), text(&out.stderr)),
+    }
+}
+
+#[test]
+fn sycl_work_of_intels_runtime_becomes_regions_and_the_program_runs_as_without() {
+    let venv = match sycl_venv() {
+        Ok(v) => v,
+        Err(why) => {
+            println!("skipping: no SYCL runtime here: {why}");
+            return;
+        }
+    };
+    dispatcher();
+    let python = venv.join("bin/python");
+    let work = repo().join("tests/programs/sycl_dpctl_work.py");
+    // The wheel's OpenCL .icd names a placeholder: the CPU device directly.
+    let ocl = venv.join("lib/libintelocl.so");
+    let run = |strobe: Option<&Path>| {
+        let mut cmd = match strobe {
+            Some(out) => {
+                let mut c = strobe_command();
+                c.args(["sample", "-q", "--xpti", "--output-dir"])
+                    .arg(out)
+                    .arg("--")
+                    .arg(&python);
+                c
+            }
+            None => clean(Command::new(&python)),
+        };
+        cmd.arg(&work)
+            .env("OCL_ICD_FILENAMES", &ocl)
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap()
+    };
+    let plain = run(None);
+    assert!(plain.status.success(), "{}", text(&plain.stderr));
+    let out = tempfile::tempdir().unwrap();
+    let o = run(Some(out.path()));
+    assert_eq!(o.status.code(), plain.status.code(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), text(&plain.stdout), "{}", text(&o.stderr));
+    assert!(
+        !text(&o.stderr).contains("XPTI"),
+        "nothing to report: {}",
+        text(&o.stderr)
+    );
+    let dbs = databases(out.path());
+    assert_eq!(dbs.len(), 1, "{dbs:?}\n{}", text(&o.stderr));
+    let all = regions(&dbs[0]);
+    // The SYCL runtime sends on `sycl` or, when a subscriber takes every
+    // stream, `sycl.debug`; memory on its experimental stream.
+    let count = |name: &str, category: &str, streams: &[&str]| {
+        all.iter()
+            .filter(|(n, c, s)| {
+                n == name && c == category && s.as_deref().is_some_and(|s| streams.contains(&s))
+            })
+            .count()
+    };
+    let sycl = ["sycl", "sycl.debug"];
+    let memory = ["sycl.experimental.mem_alloc"];
+    assert_eq!(
+        [
+            count("DPCTLQueue_SubmitRange", "task", &sycl),
+            count("DPCTLQueue_SubmitNDRange", "task", &sycl),
+            count("memcpy", "task", &sycl),
+            count("barrier", "task", &sycl),
+            count("alignedAlloc", "memory", &memory),
+            count("free", "memory", &memory),
+        ],
+        [1, 1, 3, 1, 2, 2],
+        "the workload's two kernels, three copies, barrier, two allocations and frees: {all:?}"
+    );
+}

@@ -1,7 +1,8 @@
 //! strobe's dispatcher against Intel's under Intel's real SYCL runtime: runs
-//! `scripts/sycl-check.sh` with the freshly built `libstrobe_xpti.so` when the
-//! oneAPI venv (dpctl, dpnp, intel-opencl-rt from PyPI) is present, and skips
-//! otherwise. The script compares, per stream and trace type, what a counting
+//! `scripts/sycl-check.sh` with the freshly built `libstrobe_xpti.so` (it
+//! creates the oneAPI venv, dpctl, dpnp, intel-opencl-rt from PyPI, when
+//! missing; the test skips, saying why, only where this machine cannot have
+//! it: too little disk, or no way to PyPI). The script compares, per stream and trace type, what a counting
 //! subscriber receives under each dispatcher, and what Intel's own collector
 //! prints through each.
 
@@ -50,13 +51,6 @@ fn venv() -> PathBuf {
 #[test]
 fn intel_sycl_runtime_notifies_the_same_through_strobe() {
     let venv = venv();
-    if !venv.join("bin/python").exists() {
-        println!(
-            "skipping: no SYCL venv at {} (create it with scripts/sycl-check.sh, ~880 MB of wheels)",
-            venv.display()
-        );
-        return;
-    }
     let script = repo_root().join("scripts/sycl-check.sh");
     let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sycl-check");
     let out = Command::new("bash")
@@ -70,6 +64,11 @@ fn intel_sycl_runtime_notifies_the_same_through_strobe() {
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(3) {
+        // scripts/sycl-venv.sh: this machine cannot have the venv.
+        println!("skipping: no SYCL runtime here: {stderr}");
+        return;
+    }
     assert!(
         out.status.success(),
         "{} failed ({}):\n{stdout}\n{stderr}",
