@@ -1,16 +1,18 @@
 //! `strobe avail` run as a real subprocess: listing, JSON, sources,
 //! config generation and its round trip, and error exits.
 
+mod common;
+
 use std::process::{Command, Output};
 
+use common::clean_command;
+
 fn strobe(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strobe"));
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("STROBE_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.args(args).envs(env.iter().copied()).output().unwrap()
+    clean_command(env!("CARGO_BIN_EXE_strobe"))
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
 }
 
 fn json(args: &[&str], env: &[(&str, &str)]) -> serde_json::Value {

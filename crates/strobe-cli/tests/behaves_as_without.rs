@@ -15,6 +15,8 @@
 //! is a child subreaper, so processes a run leaves behind are found, killed
 //! and reported as a failure too.
 
+mod common;
+
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
@@ -25,19 +27,16 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{mpsc, Mutex, Once};
 use std::time::{Duration, Instant};
 
+// The tests here run real programs (some of them timing-sensitive): they
+// take turns (`one_at_a_time`) rather than compete for the machine's cores.
+use common::{clean_command, databases, files_below, one_at_a_time, programs_dir, strobe_command};
+
 // ---------------------------------------------------------------------------
 // Building the programs
 // ---------------------------------------------------------------------------
 
-/// The tests here run real programs (some of them timing-sensitive): they
-/// take turns rather than compete for the machine's cores.
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static TURN: Mutex<()> = Mutex::new(());
-    TURN.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn behave_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/behave")
+    programs_dir().join("behave")
 }
 
 fn target_tmp() -> PathBuf {
@@ -107,33 +106,10 @@ fn built() -> PathBuf {
     out
 }
 
-/// The runtime this test build made (cargo rebuilds `deps/` for the tests;
-/// a `libstrobe_runtime.so` next to `strobe` may be older).
-fn fresh_runtime() -> PathBuf {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_strobe"));
-    let deps = exe.with_file_name("deps").join("libstrobe_runtime.so");
-    if deps.is_file() {
-        deps
-    } else {
-        exe.with_file_name("libstrobe_runtime.so")
-    }
-}
-
-/// A command with no inherited `STROBE_*` variable.
-fn clean(program: impl AsRef<OsStr>) -> Command {
-    let mut cmd = Command::new(program);
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("STROBE_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd
-}
-
 /// `strobe <args>` with the runtime of this build.
 fn strobe(args: &[&OsStr]) -> Command {
-    let mut cmd = clean(env!("CARGO_BIN_EXE_strobe"));
-    cmd.env("STROBE_RUNTIME", fresh_runtime()).args(args);
+    let mut cmd = strobe_command();
+    cmd.args(args);
     cmd
 }
 
@@ -559,7 +535,7 @@ fn behaves_as_without(
         std::fs::create_dir(d).unwrap();
         setup(d);
     }
-    let mut cmd = clean(&argv[0]);
+    let mut cmd = clean_command(&argv[0]);
     cmd.args(&argv[1..]).current_dir(&plain_dir);
     let plain = run(cmd, &format!("without strobe: {name}"));
     let mut cmd = sample(&out, options, argv);
@@ -609,31 +585,6 @@ fn script(interpreter: &str, file: &str) -> Vec<OsString> {
 // ---------------------------------------------------------------------------
 // Looking at what strobe wrote
 // ---------------------------------------------------------------------------
-
-/// Every file below `dir` (not following links) whose name satisfies `keep`.
-fn files_below(dir: &Path, keep: &dyn Fn(&str) -> bool) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let t = e.file_type().unwrap();
-            if t.is_dir() {
-                stack.push(e.path());
-            } else if t.is_file() && e.file_name().to_str().is_some_and(keep) {
-                found.push(e.path());
-            }
-        }
-    }
-    found.sort();
-    found
-}
-
-fn databases(dir: &Path) -> Vec<PathBuf> {
-    files_below(dir, &|n| n.ends_with(".db"))
-}
 
 /// SQLite side files: a finished profile is one file.
 fn side_files(dir: &Path) -> Vec<PathBuf> {
@@ -1118,7 +1069,7 @@ fn a_setuid_binary_runs_and_is_reported_not_profiled() {
         eprintln!("skipped: {} is on a nosuid filesystem", exe.display());
         return;
     }
-    let probe = run(clean(&exe), "without strobe: setuid probe");
+    let probe = run(clean_command(&exe), "without strobe: setuid probe");
     if probe.stdout_text() != "setuid\n" {
         eprintln!(
             "skipped: the setuid bit has no effect here (the program says {:?})",

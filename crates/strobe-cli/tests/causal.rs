@@ -8,15 +8,13 @@
 //! end-to-end run does one speedup per run. The accuracy figures come
 //! from `strobe-bench causal`, not from here.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Mutex;
 
-/// Causal runs measure time: they take turns.
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static TURN: Mutex<()> = Mutex::new(());
-    TURN.lock().unwrap_or_else(|e| e.into_inner())
-}
+// Causal runs measure time: they take turns (`one_at_a_time`).
+use common::{databases, one_at_a_time, text};
 
 fn build(name: &str) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -45,10 +43,6 @@ fn strobe() -> Command {
     }
     cmd.env_remove("STROBE_CONFIG");
     cmd
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// Runs `strobe causal` with the shortened schedule and `extra` options
@@ -193,7 +187,7 @@ fn end_to_end_runs_once_per_speedup() {
         ],
         3,
     );
-    let dbs: Vec<PathBuf> = walk(&dir);
+    let dbs: Vec<PathBuf> = databases(&dir);
     assert_eq!(dbs.len(), 3, "one database per variant: {dbs:?}");
     let curves = curves(&dir);
     assert_eq!(curves.len(), 1, "{curves:?}");
@@ -246,17 +240,4 @@ fn an_invalid_scope_stops_before_anything_runs() {
         .output()
         .unwrap();
     assert!(text(&out.stderr).contains("in-program sampler"));
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else if p.extension().is_some_and(|x| x == "db") {
-            out.push(p);
-        }
-    }
-    out
 }

@@ -1,5 +1,6 @@
 //! `strobe convert` end to end: the real binary on real databases.
 
+mod common;
 #[path = "../../strobe-export/tests/fixture/mod.rs"]
 mod fixture;
 
@@ -9,16 +10,14 @@ use std::process::{Command, Output};
 
 use prost::Message;
 
+use common::stderr;
+
 fn strobe(args: &[&str], cwd: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_strobe"))
         .args(args)
         .current_dir(cwd)
         .output()
         .expect("run strobe")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]

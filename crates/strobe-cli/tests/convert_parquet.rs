@@ -3,33 +3,27 @@
 //! `strobe sample` run; the dataset read back with the `parquet` crate and
 //! compared, row for row, with what SQL over the databases returns.
 
+mod common;
 #[path = "mpi_fixture/mod.rs"]
 mod mpi_fixture;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 use strobe_db::{Profile, Value};
 use strobe_export::parquet::{write_parquet_with, ParquetOptions, TABLES};
 
+use common::{build_program, clean_command, databases, stderr, strobe_command};
+
 fn strobe(args: &[&str], cwd: &Path) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strobe"));
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("STROBE_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.args(args)
+    clean_command(env!("CARGO_BIN_EXE_strobe"))
+        .args(args)
         .current_dir(cwd)
         .output()
         .expect("run strobe")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// A value of either side, comparable.
@@ -680,64 +674,18 @@ fn bad_inputs_and_outputs_fail_clearly_and_leave_no_dataset() {
     assert!(!dir.path().join("out/cut.parquet.partial").exists());
 }
 
-/// Builds a test program from tests/programs with `cc`.
-fn build(dir: &Path, name: &str) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs");
-    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../include");
-    let out = dir.join(name);
-    let st = Command::new("cc")
-        .args(["-O2", "-g", "-o"])
-        .arg(&out)
-        .arg(src.join(format!("{name}.c")))
-        .arg(format!("-I{}", include.display()))
-        .arg("-lpthread")
-        .status()
-        .expect("cc runs");
-    assert!(st.success());
-    out
-}
-
-/// The runtime this test build made.
-fn fresh_runtime() -> PathBuf {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_strobe"));
-    let deps = exe.with_file_name("deps").join("libstrobe_runtime.so");
-    if deps.is_file() {
-        deps
-    } else {
-        exe.with_file_name("libstrobe_runtime.so")
-    }
-}
-
 #[test]
 fn a_real_run_converts_and_reads_back_equal() {
     let dir = tempfile::tempdir().unwrap();
-    let prog = build(dir.path(), "regions");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strobe"));
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("STROBE_") {
-            cmd.env_remove(k);
-        }
-    }
-    let o = cmd
-        .env("STROBE_RUNTIME", fresh_runtime())
+    let prog = build_program(dir.path(), "regions");
+    let o = strobe_command()
         .args(["sample", "-q", "--output-dir", "runs", "--"])
         .arg(&prog)
         .current_dir(dir.path())
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let mut files = Vec::new();
-    let mut todo = vec![dir.path().join("runs")];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let t = e.file_type().unwrap();
-            if t.is_dir() {
-                todo.push(e.path());
-            } else if t.is_file() && e.path().extension().is_some_and(|x| x == "db") {
-                files.push(e.path());
-            }
-        }
-    }
+    let files = databases(&dir.path().join("runs"));
     assert!(!files.is_empty());
     let ds = convert(dir.path(), &["runs"], "real", &[]);
     let p = open(&files);

@@ -4,24 +4,20 @@
 //! program behaves as without strobe (descriptors, a program that closes
 //! them).
 
-use std::io::Read;
-use std::os::unix::process::CommandExt;
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use strobe_db::Profile;
 
-/// The tests here compare counters with time: they take turns rather than
-/// compete for the machine's cores.
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static TURN: Mutex<()> = Mutex::new(());
-    TURN.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn programs_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs")
-}
+// The tests here compare counters with time: they take turns
+// (`one_at_a_time`) rather than compete for the machine's cores.
+use common::{
+    build_program, databases, fresh_runtime, one_at_a_time, programs_dir, run_bounded,
+    strobe_command,
+};
 
 /// Builds the test programs once per test binary; returns their directory.
 fn built() -> PathBuf {
@@ -33,94 +29,33 @@ fn built() -> PathBuf {
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("counter-programs-{}", std::process::id()));
     std::fs::create_dir_all(&out).unwrap();
-    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../include");
     for name in [
         "counter_regions",
         "touch_pages",
         "list_fds",
         "closes_fds_then_pipe",
     ] {
-        let status = Command::new("cc")
-            .args(["-O2", "-g", "-o"])
-            .arg(out.join(name))
-            .arg(programs_dir().join(format!("{name}.c")))
-            .arg(format!("-I{}", include.display()))
-            .arg("-lpthread")
-            .status()
-            .expect("cc runs");
-        assert!(status.success(), "cc {name}.c");
+        build_program(&out, name);
     }
     *dir = Some(out.clone());
     out
 }
 
-/// The runtime this test build made.
-fn fresh_runtime() -> PathBuf {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_strobe"));
-    let deps = exe.with_file_name("deps").join("libstrobe_runtime.so");
-    if deps.is_file() {
-        deps
-    } else {
-        exe.with_file_name("libstrobe_runtime.so")
-    }
-}
-
-/// Runs `cmd` with its output captured; a run past 60 s is killed with
-/// its process group and fails the test ("hung").
-fn run_bounded(mut cmd: Command) -> Output {
-    cmd.stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .stdin(Stdio::null())
-        .process_group(0);
-    let mut child = cmd.spawn().expect("the command starts");
-    let mut pipes = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let out = std::thread::spawn(move || {
-        let mut o = Vec::new();
-        let _ = pipes.0.read_to_end(&mut o);
-        o
-    });
-    let err = std::thread::spawn(move || {
-        let mut e = Vec::new();
-        let _ = pipes.1.read_to_end(&mut e);
-        e
-    });
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            // SAFETY: killing the process group this test started.
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            let _ = child.wait();
-            panic!("hung: {cmd:?} ran for more than 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    Output {
-        status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    }
-}
+/// A run past this is killed with its process group and fails the test
+/// ("hung").
+const HUNG: Duration = Duration::from_secs(60);
 
 /// `strobe sample -q --output-dir <out> <flags> -- <program...>` with none
 /// of the caller's `STROBE_*` variables, `env` added.
 fn sample(out: &Path, flags: &[&str], env: &[(&str, &str)], program: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strobe"));
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("STROBE_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("STROBE_RUNTIME", fresh_runtime())
-        .envs(env.iter().copied())
+    let mut cmd = strobe_command();
+    cmd.envs(env.iter().copied())
         .args(["sample", "-q", "--output-dir"])
         .arg(out)
         .args(flags)
         .arg("--")
         .args(program);
-    let output = run_bounded(cmd);
+    let output = run_bounded(cmd, HUNG);
     assert!(
         output.status.success(),
         "strobe sample {flags:?} {program:?}: {}\n{}",
@@ -134,28 +69,7 @@ fn sample(out: &Path, flags: &[&str], env: &[(&str, &str)], program: &[&str]) ->
 fn plain(program: &[&str]) -> Output {
     let mut cmd = Command::new(program[0]);
     cmd.args(&program[1..]);
-    run_bounded(cmd)
-}
-
-/// Every database under `dir`, in path order.
-fn databases(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_symlink() {
-                continue;
-            }
-            if p.is_dir() {
-                todo.push(p);
-            } else if p.extension().is_some_and(|x| x == "db") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    run_bounded(cmd, HUNG)
 }
 
 /// The one database of a run.
@@ -351,7 +265,7 @@ fn summary_shows_counter_columns_and_a_stored_metric() {
         cmd.env_remove("STROBE_METRICS")
             .args(["summary", "--format", format, "-i"])
             .arg(&db);
-        let out = run_bounded(cmd);
+        let out = run_bounded(cmd, HUNG);
         assert!(
             out.status.success(),
             "{}",
@@ -403,7 +317,7 @@ fn summary_shows_counter_columns_and_a_stored_metric() {
     );
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_strobe"));
     cmd.args(["summary", "-i"]).arg(only_database(&plain_runs));
-    let text = String::from_utf8(run_bounded(cmd).stdout).unwrap();
+    let text = String::from_utf8(run_bounded(cmd, HUNG).stdout).unwrap();
     assert!(
         text.contains("Regions") && !text.contains("counters"),
         "{text}"
@@ -673,7 +587,7 @@ fn an_unknown_counter_or_metric_is_a_clear_error_and_runs_nothing() {
             .arg(dir.path().join("out"))
             .args([flag, name, "--", "touch"])
             .arg(&marker);
-        let out = run_bounded(cmd);
+        let out = run_bounded(cmd, HUNG);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{flag} {name}: {err}");
         assert!(err.contains(says), "{flag} {name}: {err}");

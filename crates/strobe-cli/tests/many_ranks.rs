@@ -6,12 +6,16 @@
 //! (few enough files to be attached, the long-standing path), with the
 //! number of open files limited well below the number of databases.
 
+mod common;
+
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use prost::Message;
+
+use common::stderr;
 
 /// Ranks written: more than one merged file may hold (256), more than the
 /// open-file limit the commands run under.
@@ -99,10 +103,6 @@ fn strobe(args: &[&str], open_files: Option<u64>) -> Output {
         }
     }
     cmd.output().expect("run strobe")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn stdout(o: &Output) -> String {

@@ -8,13 +8,20 @@
 //! MPICH are Debian packages: installed with apt-get when missing (as
 //! root, as CI runs); the test says why it skips where it cannot.
 
+mod common;
+
 use std::collections::HashMap;
-use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// The jobs take turns (`one_at_a_time`): four ranks each already
+// oversubscribe two cores.
+use common::{
+    apt_get_install, clean_command, databases, fresh_runtime, one_at_a_time, programs_dir,
+    run_bounded,
+};
 
 /// The two MPI implementations: (launcher, compiler wrapper, extra
 /// launcher flags).
@@ -30,12 +37,6 @@ const FORTRAN: [(&str, &str); 2] = [
 const RANKS: usize = 4;
 /// Rounds of the ring program.
 const ROUNDS: usize = 6;
-
-/// The jobs take turns: four ranks each already oversubscribe two cores.
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static TURN: Mutex<()> = Mutex::new(());
-    TURN.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn on_path(name: &str) -> bool {
     std::env::var_os("PATH")
@@ -74,18 +75,7 @@ fn mpi_installed() -> Result<(), String> {
             "libmpich-dev",
             "gfortran",
         ];
-        let apt = |args: &[&str]| {
-            Command::new("apt-get")
-                .args(args)
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        };
-        let install: Vec<&str> = ["install", "-y", "-q"]
-            .into_iter()
-            .chain(packages)
-            .collect();
-        if (apt(&install) || (apt(&["update", "-q"]) && apt(&install))) && have() {
+        if apt_get_install(&packages) && have() {
             Ok(())
         } else {
             Err(format!("apt-get install {} failed", packages.join(" ")))
@@ -107,9 +97,7 @@ fn build(source: &str, compiler: &str) -> PathBuf {
     std::fs::create_dir_all(&out).unwrap();
     let exe = out.join(format!("{source}-{compiler}"));
     if !exe.is_file() {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/programs")
-            .join(source);
+        let src = programs_dir().join(source);
         let built = Command::new(compiler)
             .args(["-O1", "-g", "-o"])
             .arg(&exe)
@@ -125,65 +113,14 @@ fn build(source: &str, compiler: &str) -> PathBuf {
     exe
 }
 
-/// The runtime this test build made.
-fn fresh_runtime() -> PathBuf {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_strobe"));
-    let deps = exe.with_file_name("deps").join("libstrobe_runtime.so");
-    if deps.is_file() {
-        deps
-    } else {
-        exe.with_file_name("libstrobe_runtime.so")
-    }
-}
-
-/// Runs `cmd` with its output captured; past 120 s the process group is
-/// killed and the test fails ("hung").
-fn run_bounded(mut cmd: Command) -> Output {
-    cmd.stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .stdin(Stdio::null())
-        .process_group(0);
-    let mut child = cmd.spawn().expect("the command starts");
-    let mut pipes = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let out = std::thread::spawn(move || {
-        let mut o = Vec::new();
-        let _ = pipes.0.read_to_end(&mut o);
-        o
-    });
-    let err = std::thread::spawn(move || {
-        let mut e = Vec::new();
-        let _ = pipes.1.read_to_end(&mut e);
-        e
-    });
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            // SAFETY: killing the process group this test started.
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            let _ = child.wait();
-            panic!("hung: {cmd:?} ran for more than 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Output {
-        status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    }
-}
+/// A run past this is killed with its process group and fails the test
+/// ("hung").
+const HUNG: Duration = Duration::from_secs(120);
 
 /// A launcher command with what running as root in CI needs, and no
 /// inherited `STROBE_*` variable.
 fn launcher(mpi: (&str, &str, &[&str])) -> Command {
-    let mut cmd = Command::new(mpi.0);
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("STROBE_") {
-            cmd.env_remove(k);
-        }
-    }
+    let mut cmd = clean_command(mpi.0);
     cmd.env("STROBE_RUNTIME", fresh_runtime())
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -223,23 +160,6 @@ fn query(db: &Path, sql: &str) -> Vec<Vec<String>> {
     .unwrap()
     .map(Result::unwrap)
     .collect()
-}
-
-fn databases(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if e.file_type().unwrap().is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "db") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 /// One MPI region: name and arguments.
@@ -307,7 +227,7 @@ fn job_under_strobe(mpi: (&str, &str, &[&str]), skew: Option<i64>) {
         .args(mpi.2)
         .arg(&exe)
         .arg(ROUNDS.to_string());
-    let plain = run_bounded(plain);
+    let plain = run_bounded(plain, HUNG);
     assert!(
         plain.status.success(),
         "{}",
@@ -332,7 +252,7 @@ fn job_under_strobe(mpi: (&str, &str, &[&str]), skew: Option<i64>) {
                 .args(&command);
         }
     }
-    let profiled = run_bounded(job);
+    let profiled = run_bounded(job, HUNG);
     let stderr = String::from_utf8_lossy(&profiled.stderr);
     assert!(profiled.status.success(), "{}: {stderr}", mpi.0);
     assert_eq!(
@@ -536,7 +456,7 @@ fn fortran_calls_are_recorded_under_both_mpis() {
         job.args(["-n", &RANKS.to_string()])
             .args(mpi.2)
             .args(&command);
-        let out = run_bounded(job);
+        let out = run_bounded(job, HUNG);
         assert!(
             out.status.success(),
             "{run}: {}",

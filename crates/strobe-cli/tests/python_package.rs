@@ -6,11 +6,14 @@
 //! suite (python/tests) against this build's `strobe` and runtime, with
 //! the databases of a small MPI job (tests/mpi_fixture) for it to read.
 
+mod common;
 #[path = "mpi_fixture/mod.rs"]
 mod mpi_fixture;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
+
+use common::{fresh_runtime, repo};
 
 /// What pip installs into the environment (versions pinned where a
 /// test compares results across libraries).
@@ -24,21 +27,6 @@ const PACKAGES: &[&str] = &[
     "dask[dataframe]==2026.8.0",
     "distributed==2026.8.0",
 ];
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The runtime this test build made.
-fn fresh_runtime() -> PathBuf {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_strobe"));
-    let deps = exe.with_file_name("deps").join("libstrobe_runtime.so");
-    if deps.is_file() {
-        deps
-    } else {
-        exe.with_file_name("libstrobe_runtime.so")
-    }
-}
 
 /// Runs `cmd`; its output is shown when it fails.
 fn check(cmd: &mut Command, what: &str) -> Result<(), String> {

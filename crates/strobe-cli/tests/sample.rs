@@ -2,22 +2,21 @@
 //! `cc`, run under the preloaded runtime, checked through the databases they
 //! leave.
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
 use strobe_db::{Profile, SampleRow};
 
-/// The tests here run real programs whose sample counts depend on getting
-/// CPU: they take turns rather than compete for the machine's cores.
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static TURN: Mutex<()> = Mutex::new(());
-    TURN.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn programs_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs")
-}
+// The tests here run real programs whose sample counts depend on getting
+// CPU: they take turns (`one_at_a_time`) rather than compete for the
+// machine's cores.
+use common::{
+    apt_get_install, cc, clean_command, databases, fresh_runtime, one_at_a_time, programs_dir,
+    stderr, strobe_command,
+};
 
 /// Builds the test programs once per test binary; returns their directory.
 fn built() -> PathBuf {
@@ -31,10 +30,6 @@ fn built() -> PathBuf {
     std::fs::create_dir_all(&out).unwrap();
     let src = programs_dir();
     let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../include");
-    let cc = |args: Vec<String>| {
-        let status = Command::new("cc").args(&args).status().expect("cc runs");
-        assert!(status.success(), "cc {args:?}");
-    };
     let o = |name: &str| out.join(name).display().to_string();
     let s = |name: &str| src.join(name).display().to_string();
     let flags = ["-O2", "-g", "-fomit-frame-pointer"].map(String::from);
@@ -42,9 +37,9 @@ fn built() -> PathBuf {
     lib.extend(["-shared", "-fPIC", "-o"].map(String::from));
     let mut slow = lib.clone();
     lib.extend([o("libhotlib.so"), s("libhotlib.c")]);
-    cc(lib);
+    cc(&lib);
     slow.extend([o("libslowstart.so"), s("libslowstart.c")]);
-    cc(slow);
+    cc(&slow);
     for name in [
         "hotspots",
         "early_thread",
@@ -80,9 +75,9 @@ fn built() -> PathBuf {
             "-lpthread".into(),
             "-ldl".into(),
         ]);
-        cc(args);
+        cc(&args);
     }
-    cc(vec![
+    cc(&[
         "-O2".into(),
         "-g".into(),
         "-o".into(),
@@ -90,7 +85,7 @@ fn built() -> PathBuf {
         s("dlopen_work.c"),
         "-ldl".into(),
     ]);
-    cc(vec![
+    cc(&[
         "-O2".into(),
         "-static".into(),
         "-o".into(),
@@ -100,31 +95,6 @@ fn built() -> PathBuf {
     ]);
     *dir = Some(out.clone());
     out
-}
-
-/// The runtime this test build made (cargo rebuilds `deps/` for the tests;
-/// a `libstrobe_runtime.so` next to `strobe` may be older).
-fn fresh_runtime() -> PathBuf {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_strobe"));
-    let deps = exe.with_file_name("deps").join("libstrobe_runtime.so");
-    if deps.is_file() {
-        deps
-    } else {
-        exe.with_file_name("libstrobe_runtime.so")
-    }
-}
-
-/// `strobe` with none of the caller's `STROBE_*` variables and this
-/// build's runtime.
-fn strobe_command() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strobe"));
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("STROBE_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("STROBE_RUNTIME", fresh_runtime());
-    cmd
 }
 
 fn strobe(args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -147,32 +117,6 @@ fn sample_with(out: &Path, options: &[&str], program: &[&str]) -> Output {
     args.extend(["--output-dir", out.to_str().unwrap(), "--"]);
     args.extend_from_slice(program);
     strobe(&args, &[])
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Every database below `dir` (a run directory per run, a host directory
-/// in it), not following the `latest` link.
-fn databases(dir: &Path) -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let Ok(kind) = e.file_type() else { continue };
-            if kind.is_dir() {
-                walk(&e.path(), out);
-            } else if kind.is_file() && e.path().extension().is_some_and(|x| x == "db") {
-                out.push(e.path());
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, &mut out);
-    out.sort();
-    out
 }
 
 fn samples(db: &Path) -> Vec<SampleRow> {
@@ -891,13 +835,8 @@ fn preloaded_without_strobe_sample_the_runtime_starts_its_own_collector() {
     let tmp = tempfile::tempdir().unwrap();
     let program = bin.join("leave_child");
     let run = |preload: bool| {
-        let mut cmd = Command::new(&program);
+        let mut cmd = clean_command(&program);
         cmd.arg("wait").current_dir(tmp.path());
-        for (k, _) in std::env::vars_os() {
-            if k.to_string_lossy().starts_with("STROBE_") {
-                cmd.env_remove(k);
-            }
-        }
         if preload {
             cmd.env("LD_PRELOAD", fresh_runtime())
                 .env("STROBE_BIN", env!("CARGO_BIN_EXE_strobe"))
@@ -1420,16 +1359,7 @@ fn go_toolchain() -> Result<PathBuf, String> {
     if unsafe { libc::geteuid() } != 0 {
         return Err("no `go` on the PATH and not root to apt-get install golang-go".into());
     }
-    let apt = |args: &[&str]| {
-        Command::new("apt-get")
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    let installed = apt(&["install", "-y", "-q", "golang-go"])
-        || (apt(&["update", "-q"]) && apt(&["install", "-y", "-q", "golang-go"]));
-    if !installed {
+    if !apt_get_install(&["golang-go"]) {
         return Err("apt-get install golang-go failed".into());
     }
     found().ok_or_else(|| "golang-go installed but no `go` on the PATH".into())

@@ -4,16 +4,14 @@
 //! with the debug file where gdb looks, and with a debug file whose CRC
 //! does not match (refused).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 use strobe_db::Profile;
 
-/// The runs here take CPU time: one at a time.
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static TURN: Mutex<()> = Mutex::new(());
-    TURN.lock().unwrap_or_else(|e| e.into_inner())
-}
+// The runs here take CPU time: one at a time (`one_at_a_time`).
+use common::{databases, one_at_a_time, programs_dir, strobe_command};
 
 fn run(cmd: &str, args: &[&str]) {
     let out = Command::new(cmd).args(args).output().expect(cmd);
@@ -29,7 +27,7 @@ fn run(cmd: &str, args: &[&str]) {
 /// `.gnu_debuglink` naming that file; both in a fresh directory. Returns
 /// (program, debug file).
 fn stripped_program(dir: &Path) -> (PathBuf, PathBuf) {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/debuglink_work.c");
+    let src = programs_dir().join("debuglink_work.c");
     let prog = dir.join("debuglink_work");
     let debug = dir.join("debuglink_work.debug");
     let (p, d) = (prog.to_str().unwrap(), debug.to_str().unwrap());
@@ -47,28 +45,10 @@ fn stripped_program(dir: &Path) -> (PathBuf, PathBuf) {
     (prog, debug)
 }
 
-/// The runtime this test build made (see tests/sample.rs).
-fn fresh_runtime() -> PathBuf {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_strobe"));
-    let deps = exe.with_file_name("deps").join("libstrobe_runtime.so");
-    if deps.is_file() {
-        deps
-    } else {
-        exe.with_file_name("libstrobe_runtime.so")
-    }
-}
-
 /// Runs `program` under `strobe sample -q` with output in `out`; returns
 /// the display names of every sampled frame of its one database.
 fn sampled_frame_names(out: &Path, program: &Path) -> Vec<String> {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strobe"));
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("STROBE_") {
-            cmd.env_remove(k);
-        }
-    }
-    let o = cmd
-        .env("STROBE_RUNTIME", fresh_runtime())
+    let o = strobe_command()
         .args(["sample", "-q", "--output-dir", out.to_str().unwrap(), "--"])
         .arg(program)
         .output()
@@ -79,19 +59,7 @@ fn sampled_frame_names(out: &Path, program: &Path) -> Vec<String> {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let mut dbs = Vec::new();
-    for run in std::fs::read_dir(out).unwrap().flatten() {
-        if run.file_name() == "latest" {
-            continue;
-        }
-        for host in std::fs::read_dir(run.path()).unwrap().flatten() {
-            for f in std::fs::read_dir(host.path()).unwrap().flatten() {
-                if f.path().extension().is_some_and(|e| e == "db") {
-                    dbs.push(f.path());
-                }
-            }
-        }
-    }
+    let dbs = databases(out);
     assert_eq!(dbs.len(), 1, "{dbs:?}");
     let p = Profile::open(&[dbs[0].display().to_string()]).unwrap();
     let samples: Vec<_> = p.samples().unwrap().map(Result::unwrap).collect();

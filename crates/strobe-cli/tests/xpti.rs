@@ -4,24 +4,13 @@
 //! runtime as their XPTI subscriber; checked through the databases and
 //! what strobe prints.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The runtime this test build made (as `sample.rs` picks it).
-fn fresh_runtime() -> PathBuf {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_strobe"));
-    let deps = exe.with_file_name("deps").join("libstrobe_runtime.so");
-    if deps.is_file() {
-        deps
-    } else {
-        exe.with_file_name("libstrobe_runtime.so")
-    }
-}
+use common::{cc, databases, fresh_runtime, programs_dir, repo, text};
 
 /// The dispatcher `--xpti` should find beside the runtime (built as a
 /// dev-dependency, like `strobe-xpti`'s own tests find it).
@@ -35,15 +24,6 @@ fn dispatcher() -> PathBuf {
     beside
 }
 
-fn cc(args: &[String]) {
-    let out = Command::new("cc").args(args).output().expect("cc runs");
-    assert!(
-        out.status.success(),
-        "cc {args:?}:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// Builds the programs once per test binary; returns their directory.
 fn built() -> PathBuf {
     static DIR: Mutex<Option<PathBuf>> = Mutex::new(None);
@@ -54,7 +34,7 @@ fn built() -> PathBuf {
     let out =
         PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("xpti-{}", std::process::id()));
     std::fs::create_dir_all(&out).unwrap();
-    let src = repo().join("tests/programs");
+    let src = programs_dir();
     let s = |name: &str| src.join(name).display().to_string();
     let o = |name: &str| out.join(name).display().to_string();
     let include = format!("-I{}", repo().join("include").display());
@@ -121,28 +101,6 @@ fn sample(out: &Path, options: &[&str], program: &[&str]) -> Output {
     args.extend(["--output-dir", out.to_str().unwrap(), "--"]);
     args.extend_from_slice(program);
     strobe_command().args(&args).output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Every database below `dir`, not following the `latest` link.
-fn databases(dir: &Path) -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let Ok(kind) = e.file_type() else { continue };
-            if kind.is_dir() {
-                walk(&e.path(), out);
-            } else if kind.is_file() && e.path().extension().is_some_and(|x| x == "db") {
-                out.push(e.path());
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, &mut out);
-    out.sort();
-    out
 }
 
 /// (name, category, stream argument) of every region of `db`.
@@ -449,5 +407,29 @@ fn sycl_work_of_intels_runtime_becomes_regions_and_the_program_runs_as_without()
         ],
         [1, 1, 3, 1, 2, 2],
         "the workload's two kernels, three copies, barrier, two allocations and frees: {all:?}"
+    );
+    // Instants say their trace type: the queue the workload made, its
+    // barrier's graph node.
+    let c = rusqlite::Connection::open(&dbs[0]).unwrap();
+    let types: Vec<(String, Option<String>)> = c
+        .prepare(
+            "SELECT R.name, (SELECT A.value FROM rocpd_arg A WHERE A.event_id = R.event_id \
+               AND A.name = 'trace_type') FROM regions R WHERE R.category = 'xpti'",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let has = |name: &str, ty: &str| {
+        types
+            .iter()
+            .any(|(n, t)| n.starts_with(name) && t.as_deref() == Some(ty))
+    };
+    assert!(
+        types.iter().all(|(_, t)| t.is_some())
+            && has("queue[", "queue_create")
+            && has("virtual_node[", "node_create"),
+        "{types:?}"
     );
 }
