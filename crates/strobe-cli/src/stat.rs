@@ -316,10 +316,12 @@ fn run_once(
             let mut next = start + period;
             loop {
                 let done = held.poll(libc::WNOHANG)?;
-                let now = Instant::now();
-                if done.is_some() || now >= next {
-                    // Every full interval, and the part before the exit.
+                if done.is_some() || Instant::now() >= next {
+                    // Every full interval, and the part before the exit;
+                    // timed when read (a reader preempted in between would
+                    // otherwise count past the interval it prints).
                     let readings = counters.read()?;
+                    let now = Instant::now();
                     let t = now.duration_since(start).as_secs_f64();
                     let wall = now.duration_since(last).as_nanos() as u64;
                     interval(wanted, t, wall, &readings, &previous);
@@ -332,7 +334,7 @@ fn run_once(
                 }
                 counters.collect_thread_exits();
                 std::thread::sleep(
-                    next.saturating_duration_since(now)
+                    next.saturating_duration_since(Instant::now())
                         .min(Duration::from_millis(10)),
                 );
             }
