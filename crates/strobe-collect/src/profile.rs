@@ -533,8 +533,9 @@ impl Profile {
     }
 
     /// A tracing notification: begin/end pairs become regions, everything
-    /// else an instant; `stream`, its stream's name when known, becomes the
-    /// region's `stream` argument.
+    /// else an instant (with a `trace_type` argument naming its type);
+    /// `stream`, its stream's name when known, becomes the region's
+    /// `stream` argument.
     /// `counters`: the thread's counter readings a begin or end carries.
     #[allow(clippy::too_many_arguments)]
     pub fn xpti(
@@ -577,8 +578,15 @@ impl Profile {
             return Ok(());
         }
         let category = crate::trace_types::instant_category(trace_type);
+        let type_name = crate::trace_types::instant_type_name(trace_type);
+        let mut args = args.to_vec();
+        args.push(Arg {
+            name: "trace_type",
+            ty: "str",
+            value: &type_name,
+        });
         let name = self.text(name)?;
-        self.region(tid, name, category, at, at, 0, args)
+        self.region(tid, name, category, at, at, 0, &args)
             .map(|_| ())
     }
 

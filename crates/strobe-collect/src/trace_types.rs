@@ -2,6 +2,7 @@
 //!
 //! Owns the table; pure functions, no state.
 
+use std::borrow::Cow;
 use strobe_trace::types::trace_point::*;
 
 /// The region category of a begin/end trace-point pair, or `None` for
@@ -28,5 +29,32 @@ pub fn instant_category(trace_type: u16) -> &'static str {
         "marker"
     } else {
         "xpti"
+    }
+}
+
+/// The `trace_type` argument of an instant: upstream's name of its type
+/// (`node_create`, `queue_create`, …), `user_defined+N` for the N-th type a
+/// tool defined, else the code.
+pub fn instant_type_name(trace_type: u16) -> Cow<'static, str> {
+    match name(trace_type) {
+        Some(n) => Cow::Borrowed(n),
+        None if trace_type & USER_DEFINED != 0 => {
+            Cow::Owned(format!("user_defined+{}", trace_type & !USER_DEFINED))
+        }
+        None => Cow::Owned(trace_type.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instants_name_their_type() {
+        assert_eq!(instant_type_name(EDGE_CREATE), "edge_create");
+        assert_eq!(instant_type_name(QUEUE_CREATE), "queue_create");
+        assert_eq!(instant_type_name(USER_DEFINED | 3), "user_defined+3");
+        assert_eq!(instant_type_name(USER_DEFINED), "user_defined");
+        assert_eq!(instant_type_name(44), "44");
     }
 }
