@@ -487,6 +487,24 @@ fn ranks_functions_and_waits() {
     assert!(after.contains("No MPI calls in the time window"), "{after}");
 }
 
+/// `strobe convert -f FORMAT` of `run` named `mpi` into `run`'s sibling
+/// `out`; the path of `file` there.
+fn convert(run: &Path, format: &str, file: &str) -> PathBuf {
+    let out = run.with_file_name("out");
+    ok(&[
+        "convert",
+        "-i",
+        run.to_str().unwrap(),
+        "-f",
+        format,
+        "-o",
+        "mpi",
+        "-d",
+        out.to_str().unwrap(),
+    ]);
+    out.join(file)
+}
+
 /// A track's events as the checker pairs them.
 #[derive(Debug, Clone)]
 struct End {
@@ -499,19 +517,7 @@ struct End {
 fn perfetto_links_each_send_to_its_receive_across_processes() {
     let dir = tempfile::tempdir().unwrap();
     let run = mpi_run(dir.path());
-    let out = dir.path().join("out");
-    ok(&[
-        "convert",
-        "-i",
-        run.to_str().unwrap(),
-        "-f",
-        "pftrace",
-        "-o",
-        "mpi",
-        "-d",
-        out.to_str().unwrap(),
-    ]);
-    let bytes = std::fs::read(out.join("mpi.pftrace")).unwrap();
+    let bytes = std::fs::read(convert(&run, "pftrace", "mpi.pftrace")).unwrap();
     let trace = Trace::decode(&bytes[..]).expect("the trace decodes");
     // Track uuid -> pid (thread tracks and their overlap lanes).
     let mut pid_of: HashMap<u64, i32> = HashMap::new();
@@ -606,20 +612,9 @@ fn perfetto_links_each_send_to_its_receive_across_processes() {
 fn chrome_json_links_each_send_to_its_receive_across_processes() {
     let dir = tempfile::tempdir().unwrap();
     let run = mpi_run(dir.path());
-    let out = dir.path().join("out");
-    ok(&[
-        "convert",
-        "-i",
-        run.to_str().unwrap(),
-        "-f",
-        "json",
-        "-o",
-        "mpi",
-        "-d",
-        out.to_str().unwrap(),
-    ]);
     let doc: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("mpi.trace.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(convert(&run, "json", "mpi.trace.json")).unwrap())
+            .unwrap();
     let events = doc["traceEvents"].as_array().unwrap();
     // The name of the innermost complete event of lane (pid, tid) that
     // holds `ts`: the slice a viewer binds a flow at `ts` to.
