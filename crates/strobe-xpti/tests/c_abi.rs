@@ -3,12 +3,11 @@
 //! the freshly built `libstrobe_xpti.so` (or the proxy), and run as real
 //! subprocesses.
 
+mod common;
+
+use common::{lib_dir, repo_root};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn include_dir() -> PathBuf {
     repo_root().join("include")
@@ -16,25 +15,6 @@ fn include_dir() -> PathBuf {
 
 fn c_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c")
-}
-
-/// The directory holding the cdylib built with this test (target/<profile>/deps
-/// or target/<profile>).
-fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    let deps = exe.parent().expect("deps dir").to_path_buf();
-    for d in [
-        deps.clone(),
-        deps.parent().expect("profile dir").to_path_buf(),
-    ] {
-        if d.join("libstrobe_xpti.so").exists() {
-            return d;
-        }
-    }
-    panic!(
-        "libstrobe_xpti.so not found next to {}: build it with `cargo build -p strobe-xpti`",
-        exe.display()
-    );
 }
 
 /// A directory to link and load against: the dispatcher under its own name

@@ -6,31 +6,11 @@
 //! subscriber receives under each dispatcher, and what Intel's own collector
 //! prints through each.
 
+mod common;
+
+use common::{lib_dir, repo_root};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The directory holding the cdylib built with this test (target/<profile>/deps
-/// or target/<profile>), found as `tests/c_abi.rs` finds it.
-fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    let deps = exe.parent().expect("deps dir").to_path_buf();
-    for d in [
-        deps.clone(),
-        deps.parent().expect("profile dir").to_path_buf(),
-    ] {
-        if d.join("libstrobe_xpti.so").exists() {
-            return d;
-        }
-    }
-    panic!(
-        "libstrobe_xpti.so not found next to {}: build it with `cargo build -p strobe-xpti`",
-        exe.display()
-    );
-}
 
 /// `STROBE_SYCL_VENV` (relative to the workspace root when relative), else
 /// `target/sycl-venv` under the workspace root.
