@@ -2,9 +2,9 @@
 //! `scripts/sycl-check.sh` with the freshly built `libstrobe_xpti.so` (it
 //! creates the oneAPI venv, dpctl, dpnp, intel-opencl-rt from PyPI, when
 //! missing; the test skips, saying why, only where this machine cannot have
-//! it: too little disk, or no way to PyPI). The script compares, per stream and trace type, what a counting
-//! subscriber receives under each dispatcher, and what Intel's own collector
-//! prints through each.
+//! it: too little disk, or no way to PyPI). The script compares, per stream
+//! and trace type, what a counting subscriber receives under each
+//! dispatcher, and what Intel's own collector prints through each.
 
 mod common;
 
