@@ -21,6 +21,32 @@ fn ms(ns: i64) -> Cell {
     Cell::Fixed(ns as f64 / 1e6, 3)
 }
 
+/// The columns of a per-rank table: the rank (and its job when the
+/// databases hold several jobs), node and pid, then `rest`.
+fn rank_columns(jobs: bool, rest: &[&str]) -> Vec<String> {
+    let mut cols = vec!["Rank".to_string()];
+    if jobs {
+        cols.push("Job".into());
+    }
+    cols.extend(["Node", "PID"].iter().chain(rest).map(|c| c.to_string()));
+    cols
+}
+
+/// A row of a per-rank table: the cells [`rank_columns`] names, then `rest`.
+fn rank_row(
+    r: &strobe_db::mpi::MpiRank,
+    jobs: bool,
+    rest: impl IntoIterator<Item = Cell>,
+) -> Vec<Cell> {
+    let mut c = vec![r.rank.map_or(Cell::Null, Cell::Int)];
+    if jobs {
+        c.push(r.job.clone().map_or(Cell::Null, Cell::Text));
+    }
+    c.extend([Cell::Text(r.node.clone()), Cell::Int(r.pid)]);
+    c.extend(rest);
+    c
+}
+
 /// `--report mpi`: the MPI section, or the reason there is none.
 pub fn render(p: &Profile, a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let s = mpi_summary(p)?;
@@ -129,43 +155,27 @@ fn tables(s: &MpiSummary, a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Resul
     }
     let limit = |n: usize| if a.limit == 0 { n } else { n.min(a.limit) };
     let jobs = s.jobs.len() > 1;
-    let rank_cell = |r: Option<i64>| r.map_or(Cell::Null, Cell::Int);
 
     // Per rank, by rank.
-    let mut cols = vec!["Rank".to_string()];
-    if jobs {
-        cols.push("Job".into());
-    }
-    cols.extend(
-        [
-            "Node",
-            "PID",
-            "Wall (ms)",
-            "MPI (ms)",
-            "Compute (ms)",
-            "MPI (%)",
-            "Calls",
-        ]
-        .map(String::from),
+    let cols = rank_columns(
+        jobs,
+        &["Wall (ms)", "MPI (ms)", "Compute (ms)", "MPI (%)", "Calls"],
     );
     let rows: Vec<Vec<Cell>> = s
         .ranks
         .iter()
         .map(|r| {
-            let mut c = vec![rank_cell(r.rank)];
-            if jobs {
-                c.push(r.job.clone().map_or(Cell::Null, Cell::Text));
-            }
-            c.extend([
-                Cell::Text(r.node.clone()),
-                Cell::Int(r.pid),
-                ms(r.wall_ns),
-                ms(r.mpi_ns),
-                ms(r.compute_ns),
-                Cell::Fixed(r.mpi_pct, 1),
-                Cell::Int(r.calls as i64),
-            ]);
-            c
+            rank_row(
+                r,
+                jobs,
+                [
+                    ms(r.wall_ns),
+                    ms(r.mpi_ns),
+                    ms(r.compute_ns),
+                    Cell::Fixed(r.mpi_pct, 1),
+                    Cell::Int(r.calls as i64),
+                ],
+            )
         })
         .collect();
     block(
@@ -305,42 +315,33 @@ fn tables(s: &MpiSummary, a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Resul
             .cmp(&a.wait_ns)
             .then((a.rank.is_none(), a.rank, a.pid).cmp(&(b.rank.is_none(), b.rank, b.pid)))
     });
-    let mut cols = vec!["Rank".to_string()];
-    if jobs {
-        cols.push("Job".into());
-    }
-    cols.extend(
-        [
-            "Node",
-            "PID",
+    let cols = rank_columns(
+        jobs,
+        &[
             "Wait (ms)",
             "Wait (% of wall)",
             "x Mean",
             "Most In (ms)",
             "Most In",
-        ]
-        .map(String::from),
+        ],
     );
     let rows: Vec<Vec<Cell>> = order
         .iter()
         .map(|r| {
-            let mut c = vec![rank_cell(r.rank)];
-            if jobs {
-                c.push(r.job.clone().map_or(Cell::Null, Cell::Text));
-            }
-            c.extend([
-                Cell::Text(r.node.clone()),
-                Cell::Int(r.pid),
-                ms(r.wait_ns),
-                Cell::Fixed(r.wait_pct, 1),
-                r.wait_vs_mean.map_or(Cell::Null, |v| Cell::Fixed(v, 2)),
-                match &r.top_wait_function {
-                    Some(_) => ms(r.top_wait_ns),
-                    None => Cell::Null,
-                },
-                r.top_wait_function.clone().map_or(Cell::Null, Cell::Text),
-            ]);
-            c
+            rank_row(
+                r,
+                jobs,
+                [
+                    ms(r.wait_ns),
+                    Cell::Fixed(r.wait_pct, 1),
+                    r.wait_vs_mean.map_or(Cell::Null, |v| Cell::Fixed(v, 2)),
+                    match &r.top_wait_function {
+                        Some(_) => ms(r.top_wait_ns),
+                        None => Cell::Null,
+                    },
+                    r.top_wait_function.clone().map_or(Cell::Null, Cell::Text),
+                ],
+            )
         })
         .collect();
     block(

@@ -259,40 +259,29 @@ fn perfetto_counts(path: &Path) -> [usize; 4] {
 fn conversions_hold_the_same_events() {
     let j = job();
     let out = outputs();
-    let o = strobe(
-        &[
-            "convert",
-            "-f",
-            "folded",
-            "pftrace",
-            "csv",
-            "-o",
-            "merged",
-            "-d",
-            s(out.path()),
-            "-i",
-            s(&j.nodes),
-        ],
-        None,
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let o = strobe(
-        &[
-            "convert",
-            "-f",
-            "folded",
-            "pftrace",
-            "csv",
-            "-o",
-            "many",
-            "-d",
-            s(out.path()),
-            "-i",
-            s(&j.run),
-        ],
-        Some(OPEN_FILES),
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
+    // The merged databases with no limit; the many with few open files.
+    for (name, input, open_files) in [
+        ("merged", &j.nodes, None),
+        ("many", &j.run, Some(OPEN_FILES)),
+    ] {
+        let o = strobe(
+            &[
+                "convert",
+                "-f",
+                "folded",
+                "pftrace",
+                "csv",
+                "-o",
+                name,
+                "-d",
+                s(out.path()),
+                "-i",
+                s(input),
+            ],
+            open_files,
+        );
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+    }
     let read = |n: &str| std::fs::read_to_string(out.path().join(n)).unwrap();
     same_lines(&read("many.folded"), &read("merged.folded"), "folded");
     let counts = perfetto_counts(&out.path().join("many.pftrace"));

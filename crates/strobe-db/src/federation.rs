@@ -410,7 +410,7 @@ impl Definitions {
         }
         format!(
             "SELECT * FROM main.\"{name}{sf}\"{}",
-            window_clause(name, w)
+            schema::window_clause(name, w)
         )
     }
 
@@ -459,26 +459,6 @@ fn quoted_names(sql: &str, known: &HashSet<&str>) -> Vec<String> {
         rest = &after[b + 1..];
     }
     out
-}
-
-/// The `WHERE` restricting a timed table to rows overlapping the window,
-/// as [`schema::create_views`] writes it.
-fn window_clause(table: &str, w: &ViewWindow) -> String {
-    let Some((_, s, e)) = schema::TIMED_TABLES.iter().find(|(t, _, _)| *t == table) else {
-        return String::new();
-    };
-    let mut parts = Vec::new();
-    if let Some(lo) = w.start {
-        parts.push(format!("\"{e}\" >= {lo}"));
-    }
-    if let Some(hi) = w.end {
-        parts.push(format!("\"{s}\" <= {hi}"));
-    }
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!(" WHERE {}", parts.join(" AND "))
-    }
 }
 
 /// A running query on a unit's database, with the statement and the rows
@@ -924,15 +904,15 @@ mod tests {
     }
 
     #[test]
-    fn window_clause_matches_the_schema_views() {
+    fn the_window_restricts_timed_tables_only() {
         let w = ViewWindow {
             start: Some(5),
             end: Some(9),
         };
         assert_eq!(
-            window_clause("rocpd_region", &w),
+            schema::window_clause("rocpd_region", &w),
             " WHERE \"end\" >= 5 AND \"start\" <= 9"
         );
-        assert_eq!(window_clause("rocpd_string", &w), "");
+        assert_eq!(schema::window_clause("rocpd_string", &w), "");
     }
 }

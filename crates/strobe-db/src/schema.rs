@@ -402,7 +402,9 @@ pub struct ViewWindow {
     pub end: Option<i64>,
 }
 
-fn window_clause(table: &str, w: &ViewWindow) -> String {
+/// The `WHERE` restricting timed table `table` to rows overlapping the
+/// window (empty for a table without times or an open window).
+pub(crate) fn window_clause(table: &str, w: &ViewWindow) -> String {
     let Some((_, s, e)) = TIMED_TABLES.iter().find(|(t, _, _)| *t == table) else {
         return String::new();
     };
