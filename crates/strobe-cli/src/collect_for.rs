@@ -18,6 +18,7 @@ use clap::Args;
 use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
+use strobe_core::escape::lines_for_terminal;
 
 /// Options of `strobe collect-for`.
 #[derive(Debug, Args)]
@@ -60,12 +61,10 @@ pub fn run(args: &CollectForArgs, config: Option<&Path>) -> Result<i32> {
     let output_dir = crate::sample::output_dir(&settings)?;
     let run_dir = crate::sample::lazy_run_dir(output_dir, program_name(args.pid));
     let counters = crate::sample::counter_setup(&settings)?;
-    let collector = strobe_collect::Collector::start(collector_options(
-        &settings,
-        run_dir.clone(),
-        false,
-        &counters,
-    ))?;
+    let collector = strobe_collect::Collector::start(strobe_collect::Options {
+        run_root: args.pid,
+        ..collector_options(&settings, run_dir.clone(), false, &counters)
+    })?;
     let mut to_runtime = std::fs::File::from(report);
     writeln!(
         to_runtime,
@@ -79,9 +78,18 @@ pub fn run(args: &CollectForArgs, config: Option<&Path>) -> Result<i32> {
     let databases = finish_collecting(collector);
     for db in databases.iter().filter(|p| p.is_file()) {
         if let Err(e) = crate::symbolize::symbolize_database(db, false) {
-            eprintln!("strobe: warning: cannot symbolize {}: {e:#}", db.display());
+            eprintln!(
+                "{}",
+                lines_for_terminal(&format!(
+                    "strobe: warning: cannot symbolize {}: {e:#}",
+                    db.display()
+                ))
+            );
         }
-        eprintln!("strobe: wrote {}", db.display());
+        eprintln!(
+            "{}",
+            lines_for_terminal(&format!("strobe: wrote {}", db.display()))
+        );
     }
     Ok(0)
 }

@@ -31,6 +31,7 @@ mod xpti_env;
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::PathBuf;
+use strobe_core::escape::for_terminal;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -167,7 +168,7 @@ where
         Ok(code) => code.clamp(0, 255) as u8,
         Err(e) => {
             for line in format!("{e:#}").lines() {
-                eprintln!("strobe: error: {line}");
+                eprintln!("strobe: error: {}", for_terminal(line));
             }
             // 2 for invalid settings (like clap's usage errors), 1 otherwise.
             if e.is::<setting_flags::InvalidSettings>() {

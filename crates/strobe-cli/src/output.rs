@@ -2,10 +2,14 @@
 //!
 //! Owns writing a header and rows as a comfy-table table, CSV, JSON (an
 //! array of objects) or Markdown. CSV, JSON and Markdown stream row by row;
-//! the table format has to see every row to size its columns. It never
-//! computes anything.
+//! the table format has to see every row to size its columns. Table and
+//! Markdown cells, read on terminals, have their control characters
+//! escaped (names come from the profiled program); CSV and JSON keep the
+//! text as it is, quoted for their format. It never computes anything.
 
 use std::io::Write;
+
+use strobe_core::escape::for_terminal;
 
 use clap::ValueEnum;
 
@@ -151,7 +155,7 @@ impl<W: Write> TableOut<W> {
                 "| {} |",
                 cells
                     .iter()
-                    .map(|c| c.text().replace('|', "\\|").replace('\n', " "))
+                    .map(|c| for_terminal(&c.text()).replace('|', "\\|"))
                     .collect::<Vec<_>>()
                     .join(" | ")
             )?,
@@ -173,7 +177,12 @@ impl<W: Write> TableOut<W> {
                         }
                     }
                 }
-                self.buffered.push(cells.iter().map(Cell::text).collect());
+                self.buffered.push(
+                    cells
+                        .iter()
+                        .map(|c| for_terminal(&c.text()).into_owned())
+                        .collect(),
+                );
             }
         }
         self.rows += 1;

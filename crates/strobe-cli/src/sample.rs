@@ -17,6 +17,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use strobe_core::escape::{for_terminal, lines_for_terminal};
 use strobe_core::settings::{Key, Settings};
 use strobe_core::shm::config::{RuntimeConfig, COLLECTOR_ENV, CONFIG_ENV};
 use strobe_core::shm::segment::{exec_reason, Layout};
@@ -137,7 +138,13 @@ pub fn run_sample(args: &SampleArgs, config: Option<&Path>) -> Result<i32> {
     if !args.no_symbols {
         for db in &databases {
             if let Err(e) = crate::symbolize::symbolize_database(db, args.lines) {
-                eprintln!("strobe: warning: cannot symbolize {}: {e:#}", db.display());
+                eprintln!(
+                    "{}",
+                    lines_for_terminal(&format!(
+                        "strobe: warning: cannot symbolize {}: {e:#}",
+                        db.display()
+                    ))
+                );
             } else if session.python_perf {
                 crate::symbolize::remove_perf_map(db);
             }
@@ -148,7 +155,10 @@ pub fn run_sample(args: &SampleArgs, config: Option<&Path>) -> Result<i32> {
     }
     if !args.quiet {
         for db in &databases {
-            eprintln!("strobe: wrote {}", db.display());
+            eprintln!(
+                "{}",
+                lines_for_terminal(&format!("strobe: wrote {}", db.display()))
+            );
         }
     }
     if databases.is_empty() {
@@ -179,7 +189,10 @@ pub fn run_sample(args: &SampleArgs, config: Option<&Path>) -> Result<i32> {
             diff: None,
         };
         if let Err(e) = crate::convert::run(convert) {
-            eprintln!("strobe: error: converting the run: {e:#}");
+            eprintln!(
+                "{}",
+                lines_for_terminal(&format!("strobe: error: converting the run: {e:#}"))
+            );
             if session.exit_code == 0 {
                 return Ok(1);
             }
@@ -206,11 +219,14 @@ fn report(args: &SampleArgs, databases: &[PathBuf]) {
     let mut text = Vec::new();
     match crate::summary::render(&summary, &mut text) {
         Ok(()) => eprint!("{}", String::from_utf8_lossy(&text)),
-        Err(e) => eprintln!("strobe: warning: cannot summarize the run: {e:#}"),
+        Err(e) => eprintln!(
+            "{}",
+            lines_for_terminal(&format!("strobe: warning: cannot summarize the run: {e:#}"))
+        ),
     }
     let totals = sampler_totals(databases);
     eprintln!(
-        "\nsamples: {} recorded, {} lost (full rings or nested signals), {} timer expirations merged by the kernel, {} stacks cut short",
+        "\nsamples: {} recorded, {} lost (full rings, nested signals, or a program handler's alternate stack), {} timer expirations merged by the kernel, {} stacks cut short",
         totals[0], totals[1], totals[2], totals[3]
     );
 }
@@ -308,6 +324,7 @@ pub fn collector_options(
         period_ns: (1e9 / settings.float(freq).max(1e-3)).round() as u64,
     };
     strobe_collect::Options {
+        run_root: std::process::id() as i32,
         run_dir,
         flush_interval: Duration::from_nanos(settings.duration_ns(Key::FlushInterval).max(1)),
         timing: [
@@ -360,7 +377,7 @@ fn attach(args: &SampleArgs, settings: &Settings, pid: i32) -> Result<Session> {
     note_system_calls(&mut notes);
     notes.extend(events.off_cpu_refused.clone());
     for note in &notes {
-        eprintln!("strobe: {note}");
+        eprintln!("strobe: {}", for_terminal(note));
     }
     // Nothing is preloaded into an attached process: no counters.
     let options = collector_options(
@@ -679,11 +696,11 @@ pub fn run_program(
     let report = wait_for_collector(collector);
     notes.extend(report.notes);
     for note in &notes {
-        eprintln!("strobe: {note}");
+        eprintln!("strobe: {}", for_terminal(note));
     }
     let exit_code = match outcome {
         Outcome::NotStarted(code, message) => {
-            eprintln!("strobe: error: {message}");
+            eprintln!("strobe: error: {}", for_terminal(&message));
             code
         }
         Outcome::Finished(status) => {
@@ -742,7 +759,7 @@ pub fn finish_collecting(collector: strobe_collect::Collector) -> Vec<PathBuf> {
     collector.program_done();
     let report = wait_for_collector(collector);
     for note in &report.notes {
-        eprintln!("strobe: {note}");
+        eprintln!("strobe: {}", for_terminal(note));
     }
     let mut databases = report.databases;
     databases.sort();

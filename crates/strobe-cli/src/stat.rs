@@ -14,6 +14,7 @@ use clap::Args;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use strobe_core::escape::lines_for_terminal;
 use strobe_metrics::catalog::{self, CounterSpec};
 use strobe_metrics::counting::{Counters, OpenOptions, Reading, Target};
 use strobe_metrics::defs::{MetricSet, Plan};
@@ -406,7 +407,7 @@ pub fn run(args: &StatArgs) -> Result<i32> {
         None => match run_once(args, &mut wanted, false, &mut interval)? {
             Ok(run) => (run, 1),
             Err(NotStarted(code, message)) => {
-                eprintln!("strobe: {message}");
+                eprintln!("{}", lines_for_terminal(&format!("strobe: {message}")));
                 return Ok(code);
             }
         },
@@ -415,7 +416,7 @@ pub fn run(args: &StatArgs) -> Result<i32> {
             match run {
                 Ok(run) => (run, runs),
                 Err(NotStarted(code, message)) => {
-                    eprintln!("strobe: {message}");
+                    eprintln!("{}", lines_for_terminal(&format!("strobe: {message}")));
                     return Ok(code);
                 }
             }

@@ -1396,16 +1396,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let now = strobe_core::clock::now_ns();
         let hour = 3_600_000_000_000;
-        // A process that started an hour from now (the map is an earlier
-        // process's) and one that ended an hour ago (a later one's).
-        for (n, start, end) in [
-            (1, now + hour, now + 2 * hour),
-            (2, now - 2 * hour, now - hour),
+        let an_hour_on = std::time::SystemTime::now() + std::time::Duration::from_secs(3_600);
+        // A process that starts an hour from now (the map is an earlier
+        // process's), and one that ends now with a map written an hour
+        // later (a later process's). Only additions to the monotonic
+        // clock: a machine booted a minute ago has no hour to go back.
+        for (n, start, end, map_time) in [
+            (1, now + hour, now + 2 * hour, None),
+            (2, now, now + 1_000_000, Some(an_hour_on)),
         ] {
             let pid = fake_pid(n) + 4_000_000;
             let db = dir.path().join(format!("{n}.db"));
             let map = format!("/tmp/perf-{pid}.map");
             std::fs::write(&map, "1000 100 stale\n").unwrap();
+            if let Some(t) = map_time {
+                let file = std::fs::File::options().write(true).open(&map).unwrap();
+                file.set_modified(t).unwrap();
+            }
             jit_profile(&db, pid, &[0x1010], start, end);
             let stats = symbolize_database(&db, false);
             std::fs::remove_file(&map).unwrap();

@@ -1,7 +1,8 @@
 //! The collector thread: follows every process image of the run until
 //! the run is over.
 //!
-//! Owns accepting runtimes' handovers, the images followed ([`Tap`]s), the
+//! Owns accepting runtimes' handovers (from processes of the run only:
+//! [`Taps::is_member`]), the images followed ([`Tap`]s), the
 //! children announced but not yet connected, the kernel's sampling rings,
 //! polling (every 5 ms, every 100 µs for 20 ms after a burst) and the end of
 //! the run. Never writes a database: it sends copies to the writer thread.
@@ -22,6 +23,9 @@ use strobe_core::shm::segment::Segment;
 const BUSY_NS: u64 = 20_000_000;
 const BUSY_POLL: Duration = Duration::from_micros(100);
 const BURST_BYTES: usize = 16 << 10;
+
+/// Most ancestors looked at to find whether a process belongs to the run.
+const ANCESTRY: usize = 4096;
 
 /// Whether thread `tid` of process `pid` still exists.
 fn thread_alive(pid: i32, tid: i32) -> bool {
@@ -202,6 +206,27 @@ impl Taps<'_> {
         });
     }
 
+    /// Whether `pid` belongs to the run: the run's root, a process
+    /// followed or announced, or a descendant of one of them (ancestors
+    /// read from `/proc`, at most [`ANCESTRY`] of them).
+    fn is_member(&self, pid: i32) -> bool {
+        let root = self.shared.options.run_root;
+        let mut p = pid;
+        for _ in 0..ANCESTRY {
+            if p == root
+                || self.expected.pending.contains_key(&p)
+                || self.taps.iter().any(|t| t.pid == p && !t.exited)
+            {
+                return true;
+            }
+            match listen::parent_of(p) {
+                Some(parent) if parent > 0 && parent != p => p = parent,
+                _ => return false,
+            }
+        }
+        false
+    }
+
     fn start(&mut self, h: listen::Handover) {
         self.expected.connected(h.pid);
         match Segment::open(&h.segment) {
@@ -260,7 +285,7 @@ impl Expected {
 
 /// The collector thread: starts the writer thread, follows images until
 /// the run is over, then lets the writer finish.
-pub fn run(listener: &listen::Listener, shared: &Shared) {
+pub fn run(listener: &mut listen::Listener, shared: &Shared) {
     let (to_writer, from_taps) = mpsc::channel();
     std::thread::scope(|scope| {
         let writer = std::thread::Builder::new()
@@ -288,7 +313,7 @@ pub fn run(listener: &listen::Listener, shared: &Shared) {
 }
 
 /// Follows every image of the run until it is over.
-fn follow(listener: &listen::Listener, t: &mut Taps<'_>) {
+fn follow(listener: &mut listen::Listener, t: &mut Taps<'_>) {
     let shared = t.shared;
     let options = &shared.options;
     let mut kernel: Option<KernelEvents> = None;
@@ -351,7 +376,9 @@ fn follow(listener: &listen::Listener, t: &mut Taps<'_>) {
                 t.expected.pending.remove(pid);
             }
         }
-        for h in listener.accept_all() {
+        let accepted = listener.accept(strobe_core::clock::now_ns(), |pid| t.is_member(pid));
+        lock(&shared.report).notes.extend(accepted.notes);
+        for h in accepted.handovers {
             t.start(h);
         }
         // Past the limit, the rings wait (and lossless producers with them)
@@ -396,6 +423,13 @@ fn follow(listener: &listen::Listener, t: &mut Taps<'_>) {
                 t.drain_kernel(events);
             }
             t.drain_thread_events();
+            if listener.refused() > listen::NAMED_REFUSALS {
+                lock(&shared.report).notes.push(format!(
+                    "refused {} connections to the collector in all (the first {} are named above)",
+                    listener.refused(),
+                    listen::NAMED_REFUSALS
+                ));
+            }
             return;
         }
     }

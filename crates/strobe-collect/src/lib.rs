@@ -67,6 +67,11 @@ pub struct Timing {
 /// What the collector needs to know.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// The process the run descends from: only it, its descendants, and
+    /// processes a member announced (a child that outlived its parent)
+    /// may hand over a segment. The launcher itself for `strobe sample`;
+    /// the program for a collector its runtime started.
+    pub run_root: i32,
     /// Where databases go (`<run_dir>/<db name from the runtime>`),
     /// created when the first database is.
     pub run_dir: Arc<RunDir>,
@@ -259,7 +264,7 @@ impl Collector {
     /// Listens for runtimes and starts the collector thread.
     pub fn start(options: Options) -> Result<Collector, StartError> {
         let options_for_all = options.kernel_for_all;
-        let listener = listen::Listener::bind()?;
+        let mut listener = listen::Listener::bind()?;
         let name = listener.name().to_string();
         // SAFETY: eventfd with constant flags.
         let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
@@ -285,7 +290,7 @@ impl Collector {
                 .name("strobe-collector".into())
                 .spawn(move || {
                     let _done = DoneOnDrop(&shared);
-                    follow::run(&listener, &shared)
+                    follow::run(&mut listener, &shared)
                 })?
         };
         Ok(Collector {

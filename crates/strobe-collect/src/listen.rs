@@ -1,27 +1,83 @@
 //! The collector's socket: where each runtime hands over its segment.
 //!
 //! Owns the abstract-namespace `SOCK_SEQPACKET` listener (no file to
-//! clean up, nothing in the program's working directory) and receiving a
-//! runtime's message: its pid, the segment's `memfd` and a pidfd of the
-//! process, passed with `SCM_RIGHTS`.
+//! clean up, nothing in the program's working directory), deciding who
+//! may hand over, and receiving a runtime's message: its pid, the
+//! segment's `memfd` and a pidfd of the process, passed with
+//! `SCM_RIGHTS`.
+//!
+//! Any local user can see an abstract name (`/proc/net/unix`) and connect
+//! to it, so a connection is trusted only once the kernel vouches for its
+//! peer: the credentials it recorded at `connect` (`SO_PEERCRED`) must
+//! name a process of the run (the caller decides which), and the pidfd
+//! the message carries must be of that same process. Everything else is
+//! refused and counted. A process not known yet is looked at again for
+//! [`UNKNOWN_GRACE_NS`] (a child whose parent ended right after
+//! announcing it is known once the parent's ring was read). Never blocks:
+//! connections are accepted and read without waiting, a member's message
+//! that has not arrived yet is looked for again on later passes until
+//! [`RECEIVE_DEADLINE_NS`], and each pass takes at most
+//! [`ACCEPTS_PER_PASS`] new connections and keeps at most [`MAX_WAITING`]
+//! connections of members and [`MAX_UNKNOWN`] of others, so a flood costs
+//! bounded time and memory.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// How long a member's connection may wait for its message.
+pub const RECEIVE_DEADLINE_NS: u64 = 10_000_000_000;
+/// New connections taken per pass of the collector's loop.
+pub const ACCEPTS_PER_PASS: usize = 1024;
+/// Connections of members kept waiting for their message at most.
+pub const MAX_WAITING: usize = 256;
+/// How long a connection from a process not known to be of the run is
+/// kept before it is refused.
+pub const UNKNOWN_GRACE_NS: u64 = 500_000_000;
+/// Connections from processes not known to be of the run kept at most.
+pub const MAX_UNKNOWN: usize = 64;
+/// Refusals named one by one in the notes; later ones are only counted.
+pub const NAMED_REFUSALS: u64 = 8;
 
 /// A listening socket.
 pub struct Listener {
     fd: OwnedFd,
     name: String,
+    /// Members' connections whose message has not arrived: (connection,
+    /// peer pid, when accepted).
+    waiting: Vec<(OwnedFd, i32, u64)>,
+    /// Connections from processes not known to be of the run yet: (the
+    /// connection, its peer, when accepted).
+    unknown: Vec<(OwnedFd, Peer, u64)>,
+    /// Connections refused so far.
+    refused: u64,
 }
 
 /// What one runtime sent.
 pub struct Handover {
-    /// The process id the runtime reported.
+    /// The process id: the peer's, as the kernel recorded it (the same as
+    /// the one the runtime reported, unless it runs in another pid
+    /// namespace).
     pub pid: i32,
     /// The segment.
     pub segment: OwnedFd,
     /// A pidfd of the process.
     pub pidfd: OwnedFd,
+}
+
+/// What one pass over the socket found.
+#[derive(Default)]
+pub struct Accepted {
+    /// Handovers from processes of the run.
+    pub handovers: Vec<Handover>,
+    /// Notes on what was refused (the first few refusals by name).
+    pub notes: Vec<String>,
+}
+
+/// Who is at the other end of a connection, as the kernel says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    pub pid: i32,
+    pub uid: u32,
 }
 
 impl Listener {
@@ -64,7 +120,13 @@ impl Listener {
         if unsafe { libc::listen(fd.as_raw_fd(), 4096) } != 0 {
             return Err(io::Error::last_os_error());
         }
-        Ok(Listener { fd, name })
+        Ok(Listener {
+            fd,
+            name,
+            waiting: Vec::new(),
+            unknown: Vec::new(),
+            refused: 0,
+        })
     }
 
     /// The abstract name runtimes connect to.
@@ -77,34 +139,164 @@ impl Listener {
         self.fd.as_raw_fd()
     }
 
-    /// Every handover waiting now (never blocks). Malformed messages are
-    /// skipped.
-    pub fn accept_all(&self) -> Vec<Handover> {
-        let mut out = Vec::new();
-        loop {
+    /// Connections refused so far.
+    pub fn refused(&self) -> u64 {
+        self.refused
+    }
+
+    /// One pass (never blocks): takes new connections from processes
+    /// `is_member` accepts, and every handover that has arrived on them.
+    /// `now_ns` is `CLOCK_MONOTONIC`.
+    pub fn accept(&mut self, now_ns: u64, is_member: impl Fn(i32) -> bool) -> Accepted {
+        let mut out = Accepted::default();
+        for (conn, p, since) in std::mem::take(&mut self.unknown) {
+            if is_member(p.pid) {
+                self.wait_for_message(&mut out, conn, p, now_ns);
+            } else if now_ns.saturating_sub(since) < UNKNOWN_GRACE_NS {
+                self.unknown.push((conn, p, since));
+            } else {
+                self.refuse_outsider(&mut out, p);
+            }
+        }
+        for _ in 0..ACCEPTS_PER_PASS {
             // SAFETY: accept4 on our listening socket, no address wanted.
             let conn = unsafe {
                 libc::accept4(
                     self.fd.as_raw_fd(),
                     std::ptr::null_mut(),
                     std::ptr::null_mut(),
-                    libc::SOCK_CLOEXEC,
+                    libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
                 )
             };
             if conn < 0 {
-                return out;
+                break;
             }
             // SAFETY: a descriptor accept4 just returned.
             let conn = unsafe { OwnedFd::from_raw_fd(conn) };
-            if let Some(h) = receive(&conn) {
-                out.push(h);
+            match peer(&conn) {
+                Some(p) if is_member(p.pid) => self.wait_for_message(&mut out, conn, p, now_ns),
+                Some(p) if self.unknown.len() < MAX_UNKNOWN => self.unknown.push((conn, p, now_ns)),
+                Some(p) => self.refuse_outsider(&mut out, p),
+                None => self.refuse(
+                    &mut out,
+                    "refused a connection whose peer the kernel could not name".into(),
+                ),
             }
+        }
+        let mut still = Vec::with_capacity(self.waiting.len());
+        for (conn, pid, since) in std::mem::take(&mut self.waiting) {
+            match receive(&conn) {
+                Received::Nothing if now_ns.saturating_sub(since) < RECEIVE_DEADLINE_NS => {
+                    still.push((conn, pid, since));
+                }
+                Received::Nothing => self.refuse(
+                    &mut out,
+                    format!(
+                        "closed the connection of pid {pid}: it sent nothing within {} s",
+                        RECEIVE_DEADLINE_NS / 1_000_000_000
+                    ),
+                ),
+                // A process that ended since it sent (its pidfd names no
+                // pid now) was checked at `connect`.
+                Received::Message(h) if pidfd_pid(&h.pidfd).is_some_and(|p| p == pid || p <= 0) => {
+                    out.handovers.push(Handover { pid, ..h });
+                }
+                Received::Message(h) => self.refuse(
+                    &mut out,
+                    format!(
+                        "refused the handover of pid {pid}: its process descriptor is of {}",
+                        pidfd_pid(&h.pidfd).map_or("no pidfd".into(), |p| format!("pid {p}"))
+                    ),
+                ),
+                Received::Malformed => self.refuse(
+                    &mut out,
+                    format!("refused the handover of pid {pid}: not a runtime's message"),
+                ),
+            }
+        }
+        self.waiting = still;
+        out
+    }
+
+    /// Keeps a member's connection until its message arrives.
+    fn wait_for_message(&mut self, out: &mut Accepted, conn: OwnedFd, p: Peer, now_ns: u64) {
+        if self.waiting.len() < MAX_WAITING {
+            self.waiting.push((conn, p.pid, now_ns));
+            return;
+        }
+        self.refuse(
+            out,
+            format!(
+                "refused a connection from pid {} (uid {}): {MAX_WAITING} connections of the \
+                 run were already waiting for their message",
+                p.pid, p.uid
+            ),
+        );
+    }
+
+    fn refuse_outsider(&mut self, out: &mut Accepted, p: Peer) {
+        self.refuse(
+            out,
+            format!(
+                "refused a connection from pid {} (uid {}): not a process of this run",
+                p.pid, p.uid
+            ),
+        );
+    }
+
+    /// Counts a refusal; names it while few were named.
+    fn refuse(&mut self, out: &mut Accepted, why: String) {
+        self.refused += 1;
+        if self.refused <= NAMED_REFUSALS {
+            out.notes.push(why);
         }
     }
 }
 
-/// Reads one message with two descriptors.
-fn receive(conn: &OwnedFd) -> Option<Handover> {
+/// The peer's credentials as the kernel recorded them at `connect`.
+pub fn peer(conn: &OwnedFd) -> Option<Peer> {
+    // SAFETY: ucred is plain old data.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt into a ucred of `len` bytes.
+    let rc = unsafe {
+        libc::getsockopt(
+            conn.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            &mut cred as *mut libc::ucred as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    (rc == 0 && cred.pid > 0).then_some(Peer {
+        pid: cred.pid,
+        uid: cred.uid,
+    })
+}
+
+/// The process a pidfd refers to (`Pid:` of its fdinfo: 0 or -1 once it
+/// ended); `None` for a descriptor that is no pidfd.
+fn pidfd_pid(fd: &OwnedFd) -> Option<i32> {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).ok()?;
+    info.lines()
+        .find_map(|l| l.strip_prefix("Pid:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// What reading a connection found.
+enum Received {
+    /// No message yet.
+    Nothing,
+    /// A message of the runtime's shape (the pid in it is only reported).
+    Message(Handover),
+    /// Something else (closed, wrong size, wrong descriptors).
+    Malformed,
+}
+
+/// Reads one message with two descriptors, without waiting.
+fn receive(conn: &OwnedFd) -> Received {
     let mut pid = [0u8; 4];
     let mut iov = libc::iovec {
         iov_base: pid.as_mut_ptr() as *mut libc::c_void,
@@ -117,11 +309,25 @@ fn receive(conn: &OwnedFd) -> Option<Handover> {
     msg.msg_iovlen = 1;
     msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
     msg.msg_controllen = std::mem::size_of_val(&control);
-    // SAFETY: a connected socket and a valid message; blocks until the
-    // runtime's single message (already queued when it connected) arrives.
-    let n = unsafe { libc::recvmsg(conn.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+    // SAFETY: a connected socket and a valid message; never waits.
+    let n = unsafe {
+        libc::recvmsg(
+            conn.as_raw_fd(),
+            &mut msg,
+            libc::MSG_CMSG_CLOEXEC | libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        let e = io::Error::last_os_error().raw_os_error();
+        return if e == Some(libc::EAGAIN) || e == Some(libc::EINTR) {
+            Received::Nothing
+        } else {
+            Received::Malformed
+        };
+    }
     let mut fds = Vec::new();
-    // SAFETY: walking the control messages the kernel filled in.
+    // SAFETY: walking the control messages the kernel filled in; every
+    // descriptor passed is taken (and closed if unused).
     unsafe {
         let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
         while !cmsg.is_null() {
@@ -135,14 +341,47 @@ fn receive(conn: &OwnedFd) -> Option<Handover> {
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
     }
-    if n != 4 || fds.len() != 2 {
-        return None;
+    if n != 4 || fds.len() != 2 || msg.msg_flags & libc::MSG_CTRUNC != 0 {
+        return Received::Malformed;
     }
-    let pidfd = fds.pop()?;
-    let segment = fds.pop()?;
-    Some(Handover {
+    let (Some(pidfd), Some(segment)) = (fds.pop(), fds.pop()) else {
+        return Received::Malformed;
+    };
+    Received::Message(Handover {
         pid: i32::from_le_bytes(pid),
         segment,
         pidfd,
     })
+}
+
+/// The parent of `pid` (`/proc/PID/stat`), if it still exists.
+pub fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    // The command may hold anything, spaces and parentheses included: the
+    // fields after it start after its last ')'.
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
+    rest.split_ascii_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_parent_of_this_process_is_found_whatever_its_name() {
+        let me = std::process::id() as i32;
+        // SAFETY: getppid has no preconditions.
+        assert_eq!(parent_of(me), Some(unsafe { libc::getppid() }));
+        assert_eq!(parent_of(i32::MAX), None);
+    }
+
+    #[test]
+    fn a_pidfd_names_its_process_and_other_descriptors_none() {
+        let me = std::process::id() as i32;
+        let fd = strobe_core::pidfd::open(me).unwrap();
+        assert_eq!(pidfd_pid(&fd), Some(me));
+        let file: OwnedFd = std::fs::File::open("/proc/self/stat").unwrap().into();
+        assert_eq!(pidfd_pid(&file), None);
+    }
 }

@@ -177,7 +177,7 @@ pub struct Process {
     timer_weights: HashMap<(i32, SampleKind), TimerWeights>,
     /// Counters of slots already freed: taken, lost (full), lost
     /// (nested), overruns, incomplete.
-    totals: [u64; 5],
+    totals: [u64; 6],
 }
 
 impl Process {
@@ -254,7 +254,7 @@ impl Process {
             kernel_cpu: HashMap::new(),
             kernel_rss: (0, 0),
             timer_weights: HashMap::new(),
-            totals: [0; 5],
+            totals: [0; 6],
         }
     }
 
@@ -813,7 +813,8 @@ impl Process {
         let t = self.totals;
         for (name, value) in [
             ("sampler.samples_taken", t[0]),
-            ("sampler.samples_lost", t[1] + t[2]),
+            ("sampler.samples_lost", t[1] + t[2] + t[5]),
+            ("sampler.samples_lost_on_alternate_stack", t[5]),
             ("sampler.timer_overruns", t[3]),
             ("sampler.incomplete_stacks", t[4]),
             ("buffer.records_dropped", dropped),

@@ -47,7 +47,7 @@ pub struct Batch {
     pub records: Vec<(Source, i32, std::ops::Range<usize>)>,
     /// Sample counters of slots freed in this batch: taken, lost (full),
     /// lost (nested), overruns, incomplete.
-    pub retired: [u64; 5],
+    pub retired: [u64; 6],
     /// Messages for the run summary.
     pub notes: Vec<String>,
     /// Rings that held a corrupt record (skipped).
@@ -69,7 +69,7 @@ impl Batch {
             && self.causal_samples.is_empty()
             && self.notes.is_empty()
             && self.corrupt.is_empty()
-            && self.retired == [0; 5]
+            && self.retired == [0; 6]
     }
 
     /// Bytes held (for the collector's bound on queued data).
@@ -413,8 +413,8 @@ impl Tap {
 const TASK_SCAN_NS: u64 = 200_000_000;
 
 /// Sample counters of slot `i`: taken, lost (full), lost (nested),
-/// overruns, incomplete.
-pub fn sample_counters(segment: &Segment, i: u32) -> [u64; 5] {
+/// overruns, incomplete, lost (small alternate stack).
+pub fn sample_counters(segment: &Segment, i: u32) -> [u64; 6] {
     let slot = segment.slot(i);
     [
         &slot.taken,
@@ -422,6 +422,7 @@ pub fn sample_counters(segment: &Segment, i: u32) -> [u64; 5] {
         &slot.lost_reentrant,
         &slot.overruns,
         &slot.incomplete,
+        &slot.lost_altstack,
     ]
     .map(|c| c.load(Ordering::Relaxed))
 }

@@ -7,6 +7,7 @@
 
 pub mod clock;
 pub mod duration;
+pub mod escape;
 pub mod mpi_job;
 pub mod output_path;
 pub mod pidfd;

@@ -5,7 +5,8 @@
 //! instead of replacing strobe's handler, which delivers every signal that
 //! is not from strobe's timers as the program asked
 //! (`strobe_sampler::signals`). Every other signal passes straight
-//! through. Interposes `sigprocmask` and `pthread_sigmask` only to watch:
+//! through, except that a handler the program installs for one of them
+//! runs with the sampling signals blocked (`program_sigaction`). Interposes `sigprocmask` and `pthread_sigmask` only to watch:
 //! a thread that blocks a sampling signal is not sampled while it does,
 //! and its slot says so for the collector to report. Never runs in a
 //! signal handler except [`consume_pending_sampling_signals`]'s callers.
@@ -14,7 +15,7 @@ use crate::interpose::{real, RealFn};
 use crate::state::Runtime;
 use std::sync::atomic::Ordering;
 use strobe_sampler::signals::{
-    is_sampling_signal, program_action, real_sigaction, set_program_action,
+    is_sampling_signal, mask_program_handler, program_action, program_sigaction, set_program_action,
 };
 
 static REAL_SIGNAL: RealFn = RealFn::new(c"signal");
@@ -36,7 +37,7 @@ pub unsafe extern "C" fn sigaction(
 ) -> libc::c_int {
     if !is_sampling_signal(signal) {
         // SAFETY: forwarding the caller's arguments.
-        return unsafe { real_sigaction(signal, act, old) };
+        return unsafe { program_sigaction(signal, act, old) };
     }
     if !old.is_null() {
         // SAFETY: the caller's out-pointer.
@@ -73,7 +74,9 @@ pub unsafe extern "C" fn signal(signal: libc::c_int, handler: Handler) -> Handle
     }
     let real_signal = real!(REAL_SIGNAL as fn(libc::c_int, Handler) -> Handler);
     // SAFETY: forwarding the caller's arguments.
-    unsafe { real_signal(signal, handler) }
+    let previous = unsafe { real_signal(signal, handler) };
+    mask_program_handler(signal);
+    previous
 }
 
 /// Interposes `bsd_signal` (the same as `signal`).
@@ -97,7 +100,9 @@ pub unsafe extern "C" fn sysv_signal(signal: libc::c_int, handler: Handler) -> H
     }
     let real_signal = real!(REAL_SYSV_SIGNAL as fn(libc::c_int, Handler) -> Handler);
     // SAFETY: forwarding the caller's arguments.
-    unsafe { real_signal(signal, handler) }
+    let previous = unsafe { real_signal(signal, handler) };
+    mask_program_handler(signal);
+    previous
 }
 
 /// The calling thread's current signal mask (raw system call).

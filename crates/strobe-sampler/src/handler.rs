@@ -193,11 +193,27 @@ impl ThreadSampler {
         }
     }
 
+    /// Counts a sample not taken for lack of room on an alternate signal
+    /// stack. **Signal handler.**
+    fn count_lost_altstack(&self) {
+        if self.active.load(Ordering::Acquire)
+            && self.tid.load(Ordering::Relaxed) == strobe_core::thread::gettid()
+        {
+            // SAFETY: set by reset before the sampler became active.
+            if let Some((_, slot, _)) = unsafe { &*self.target.get() } {
+                slot.lost_altstack.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Takes one sample of the interrupted thread. **Signal handler.**
+    /// Never inlined: its frame (the unwinder's state) must not be
+    /// reserved before [`too_little_alternate_stack`] has looked.
     ///
     /// # Safety
     /// Must run in the signal handler on the thread this sampler belongs
     /// to, with `ctx` the handler's ucontext.
+    #[inline(never)]
     unsafe fn take_sample(&self, ctx: *const libc::c_void, clock: TimerClock, overruns: i32) {
         if !self.active.load(Ordering::Acquire)
             || self.tid.load(Ordering::Relaxed) != strobe_core::thread::gettid()
@@ -407,6 +423,31 @@ pub(crate) fn install(signal: i32, block: &[i32]) -> io::Result<()> {
     Ok(())
 }
 
+/// Room a sample needs below the handler's frame: the deepest use measured
+/// (a debug build, `tests/programs/altstack_room.c`) was 18 KiB; Go's
+/// signal stacks hold 32 KiB.
+const SAMPLE_STACK_BYTES: usize = 24 << 10;
+
+/// Whether the handler runs on an alternate signal stack with less than
+/// [`SAMPLE_STACK_BYTES`] below it. That happens when the timer's signal
+/// arrives while the program runs its own handler there, or returns from
+/// one with `siglongjmp` (which unblocks signals before it leaves the
+/// stack): a sample would overflow the stack (programs size them for
+/// their own handler: 8 KiB is common) into whatever lies below.
+/// **Signal handler**: one system call.
+fn too_little_alternate_stack() -> bool {
+    // SAFETY: stack_t is plain old data.
+    let mut current: libc::stack_t = unsafe { std::mem::zeroed() };
+    // SAFETY: querying the calling thread's alternate stack.
+    if unsafe { libc::sigaltstack(std::ptr::null(), &mut current) } != 0
+        || current.ss_flags & libc::SS_ONSTACK == 0
+    {
+        return false;
+    }
+    let here = &current as *const libc::stack_t as usize;
+    here.saturating_sub(current.ss_sp as usize) < SAMPLE_STACK_BYTES
+}
+
 /// The handler. **Signal handler**: see the module documentation.
 extern "C" fn on_signal(signal: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: errno location of the current thread is always valid.
@@ -430,6 +471,7 @@ extern "C" fn on_signal(signal: libc::c_int, info: *mut libc::siginfo_t, ctx: *m
         None
     };
     match ours {
+        Some((sampler, _, _)) if too_little_alternate_stack() => sampler.count_lost_altstack(),
         // SAFETY: we are in the handler on the thread the timer targets
         // (take_sample checks the tid itself).
         Some((sampler, clock, overruns)) => unsafe { sampler.take_sample(ctx, clock, overruns) },

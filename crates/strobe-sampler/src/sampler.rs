@@ -129,6 +129,7 @@ impl Sampler {
         for (i, t) in [config.cputime, config.realtime].iter().enumerate() {
             segment.header().signals[i].store(t.map_or(0, |t| t.signal), Ordering::Release);
         }
+        crate::signals::mask_program_handlers();
         Ok(Sampler {
             shared: Arc::new(Shared {
                 config,

@@ -10,8 +10,17 @@
 //! ignored, or with the default action (which for a real-time signal
 //! terminates the process, exactly as without strobe).
 //!
-//! Owns the program's dispositions, the real `sigaction`, and the choice of
-//! free real-time signals. [`deliver_to_program`] runs in a signal handler:
+//! The program's handlers of every other signal run with the sampling
+//! signals blocked ([`program_sigaction`]): a sample never interrupts one
+//! of them, so strobe's handler never runs on the small alternate stack a
+//! program's fault handler uses (its frame would overflow it, and a fault
+//! there, with the program's own fault signal blocked, kills the
+//! process). The program never sees that addition: `sigaction` reports
+//! the mask it asked for.
+//!
+//! Owns the program's dispositions, the real `sigaction`, the sampling
+//! signals added to the program's handlers, and the choice of free
+//! real-time signals. [`deliver_to_program`] runs in a signal handler:
 //! atomics and async-signal-safe system calls only.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
@@ -34,6 +43,10 @@ static ACTIONS: [ProgramAction; 65] = [const {
 }; 65];
 /// Signals strobe samples with.
 static OURS: [AtomicBool; 65] = [const { AtomicBool::new(false) }; 65];
+/// Per signal: the sampling signals strobe added to the mask of the
+/// program's handler (bits of the first mask word), to be taken out of
+/// what `sigaction` reports.
+static ADDED_TO_MASK: [AtomicU64; 65] = [const { AtomicU64::new(0) }; 65];
 /// Serializes writers of [`ACTIONS`].
 static WRITING: AtomicBool = AtomicBool::new(false);
 /// The next `sigaction` after this library (libc's).
@@ -71,6 +84,103 @@ pub unsafe fn real_sigaction(
 pub fn is_sampling_signal(signal: i32) -> bool {
     OURS.get(signal as usize)
         .is_some_and(|o| o.load(Ordering::Acquire))
+}
+
+/// The sampling signals as bits of a mask's first word.
+fn sampling_bits() -> u64 {
+    (1..65usize)
+        .filter(|&s| OURS[s].load(Ordering::Acquire))
+        .fold(0, |bits, s| bits | 1u64 << (s - 1))
+}
+
+/// Whether `handler` is a function (not the default or ignoring).
+fn is_handler(handler: libc::sighandler_t) -> bool {
+    handler != libc::SIG_DFL && handler != libc::SIG_IGN
+}
+
+/// `sigaction` for a signal strobe does not sample with: installs what
+/// the program asks, with the sampling signals added to a handler's mask,
+/// and reports the previous action as the program installed it.
+///
+/// # Safety
+/// Same contract as `sigaction`.
+pub unsafe fn program_sigaction(
+    signal: libc::c_int,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> libc::c_int {
+    let Some(added) = ADDED_TO_MASK.get(signal as usize).filter(|_| signal > 0) else {
+        // SAFETY: forwarding the caller's arguments (libc reports EINVAL).
+        return unsafe { real_sigaction(signal, act, old) };
+    };
+    let ours = sampling_bits();
+    let added_before = added.load(Ordering::Acquire);
+    // SAFETY: the caller's action, if any, is valid to read.
+    let mut wanted = unsafe { act.as_ref() }.copied();
+    let mut adding = 0;
+    if let Some(action) = wanted.as_mut().filter(|a| is_handler(a.sa_sigaction)) {
+        let words = mask_words_mut(&mut action.sa_mask);
+        adding = ours & !words[0];
+        words[0] |= adding;
+    }
+    let act = wanted
+        .as_ref()
+        .map_or(std::ptr::null(), |a| a as *const libc::sigaction);
+    // SAFETY: `act` is null or our copy; `old` is the caller's.
+    let rc = unsafe { real_sigaction(signal, act, old) };
+    if rc != 0 {
+        return rc;
+    }
+    // SAFETY: the caller's out-pointer, filled by libc.
+    if let Some(old) = unsafe { old.as_mut() } {
+        mask_words_mut(&mut old.sa_mask)[0] &= !added_before;
+    }
+    if wanted.is_some() {
+        added.store(adding, Ordering::Release);
+    }
+    0
+}
+
+/// Adds the sampling signals to the mask of `signal`'s handler, if the
+/// program has one installed (by a call strobe did not see: before the
+/// samplers started, or through libc's `signal`).
+pub fn mask_program_handler(signal: i32) {
+    if !(1..65).contains(&signal) || is_sampling_signal(signal) {
+        return;
+    }
+    // SAFETY: sigaction is plain old data.
+    let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: querying only.
+    if unsafe { real_sigaction(signal, std::ptr::null(), &mut current) } != 0
+        || !is_handler(current.sa_sigaction)
+    {
+        return;
+    }
+    let words = mask_words_mut(&mut current.sa_mask);
+    let adding = sampling_bits() & !words[0];
+    if adding == 0 {
+        return;
+    }
+    words[0] |= adding;
+    // SAFETY: re-installing the same handler with a larger mask.
+    if unsafe { real_sigaction(signal, &current, std::ptr::null_mut()) } == 0 {
+        ADDED_TO_MASK[signal as usize].fetch_or(adding, Ordering::AcqRel);
+    }
+}
+
+/// [`mask_program_handler`] for every signal: once the sampling signals
+/// are known.
+pub fn mask_program_handlers() {
+    for signal in 1..65 {
+        if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+            mask_program_handler(signal);
+        }
+    }
+}
+
+fn mask_words_mut(set: &mut libc::sigset_t) -> &mut [u64; 16] {
+    // SAFETY: glibc's sigset_t is 128 bytes (16 u64 words).
+    unsafe { &mut *(set as *mut libc::sigset_t as *mut [u64; 16]) }
 }
 
 fn mask_words(set: &libc::sigset_t) -> &[u64; 16] {

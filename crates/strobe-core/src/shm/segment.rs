@@ -144,6 +144,10 @@ pub struct Slot {
     pub causal_local: AtomicU64,
     /// Causal profiling: the global delay when the thread last blocked.
     pub causal_blocked_at: AtomicU64,
+    /// Samples dropped: the signal arrived on an alternate signal stack
+    /// (a program's handler, or its `siglongjmp` out of one) with too
+    /// little room below for strobe's handler.
+    pub lost_altstack: AtomicU64,
     pub sample_head: Line,
     pub sample_tail: Line,
     pub event_head: Line,
@@ -503,6 +507,7 @@ impl Segment {
             &slot.overruns,
             &slot.incomplete,
             &slot.causal_blocked_at,
+            &slot.lost_altstack,
         ] {
             c.store(0, Ordering::Relaxed);
         }
