@@ -217,6 +217,9 @@ unsafe impl Send for Segment {}
 // SAFETY: as above.
 unsafe impl Sync for Segment {}
 
+/// The seals of every segment: its size can never change again.
+const SEALS: libc::c_int = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+
 fn map(fd: i32, len: usize) -> io::Result<*mut u8> {
     // SAFETY: mapping `len` bytes of a descriptor we hold; no address hint.
     let base = unsafe {
@@ -252,7 +255,12 @@ impl Segment {
             ));
         }
         // SAFETY: a NUL-terminated name and valid flags.
-        let fd = unsafe { libc::memfd_create(c"strobe".as_ptr(), libc::MFD_CLOEXEC) };
+        let fd = unsafe {
+            libc::memfd_create(
+                c"strobe".as_ptr(),
+                libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+            )
+        };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -261,6 +269,12 @@ impl Segment {
         let len = layout.total();
         // SAFETY: resizing our own memfd.
         if unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // Its size never changes again: the collector reads every byte of
+        // it, and a file shrunk under a mapping faults its readers.
+        // SAFETY: sealing our own memfd.
+        if unsafe { libc::fcntl(fd, libc::F_ADD_SEALS, SEALS) } != 0 {
             return Err(io::Error::last_os_error());
         }
         let base = map(fd, len)?;
@@ -296,6 +310,11 @@ impl Segment {
         // SAFETY: a valid descriptor and out-pointer.
         if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
             return Err(io::Error::last_os_error());
+        }
+        // SAFETY: querying the seals of a descriptor we hold.
+        let seals = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
+        if seals < 0 || seals & SEALS != SEALS {
+            return Err(bad("its size is not sealed (it could shrink under the reader)"));
         }
         let file_len = st.st_size as usize;
         if file_len < HEADER_BYTES {
@@ -548,6 +567,7 @@ impl Drop for Segment {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     const SMALL: Layout = Layout {
         slots: 4,
@@ -603,7 +623,23 @@ mod tests {
         // SAFETY: sizing our memfd.
         unsafe { libc::ftruncate(fd.as_raw_fd(), HEADER_BYTES as libc::off_t) };
         let err = Segment::open(&fd).err().unwrap();
-        assert!(err.to_string().contains("magic"), "{err}");
+        assert!(err.to_string().contains("sealed"), "{err}");
+    }
+
+    #[test]
+    fn a_segment_is_sealed_and_an_unsealed_copy_of_it_is_refused() {
+        let (seg, fd) = Segment::create(SMALL, 42, 1, 7).unwrap();
+        // SAFETY: shrinking must fail on the sealed memfd.
+        assert_ne!(unsafe { libc::ftruncate(fd.as_raw_fd(), 4096) }, 0);
+        // The same bytes in a memfd that could shrink under the reader.
+        // SAFETY: a fresh memfd we own.
+        let copy = unsafe { OwnedFd::from_raw_fd(libc::memfd_create(c"copy".as_ptr(), 0)) };
+        // SAFETY: the segment's mapping holds `len` readable bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(seg.base, seg.len) };
+        std::fs::File::from(copy.try_clone().unwrap()).write_all(bytes).unwrap();
+        let err = Segment::open(&copy).err().unwrap();
+        assert!(err.to_string().contains("sealed"), "{err}");
+        assert!(Segment::open(&fd).is_ok());
     }
 
     #[test]
