@@ -370,3 +370,47 @@ fn names_with_escape_sequences_reach_the_terminal_escaped() {
         );
     }
 }
+
+#[test]
+fn children_started_with_a_cleared_environment_are_sampled_by_the_kernel_and_named_once() {
+    let _turn = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let spin = build_program(dir.path(), "spin");
+    let script = format!(
+        "for i in 1 2 3 4 5 6; do env -i {} 0.15; done; echo done",
+        spin.display()
+    );
+    let out = run_bounded(
+        sample(dir.path(), &["sh", "-c", &script]),
+        Duration::from_secs(120),
+    );
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(text(&out.stdout), "done\n");
+    // One line for the six, none per process.
+    let image = spin.display().to_string();
+    let of_image = format!(" of {image} ");
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains(&of_image)).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("6 processes of")
+            && lines[0].contains("started with a cleared environment")
+            && lines[0].contains("sampled by the kernel"),
+        "{err}"
+    );
+    // Each spin left a database of kernel samples (the shell may have one
+    // too), its main sampled.
+    let dbs = databases(dir.path());
+    assert!(dbs.len() >= 6, "{dbs:?}\n{err}");
+    let mut spun = 0;
+    for db in &dbs {
+        let mut cmd = strobe_command();
+        cmd.args(["summary", "--report", "functions", "-i"]).arg(db);
+        let o = run_bounded(cmd, Duration::from_secs(60));
+        spun += usize::from(text(&o.stdout).contains("┆ main "));
+    }
+    assert!(
+        spun >= 5,
+        "{spun} of the 6 spins have samples in main:\n{err}"
+    );
+}

@@ -7,15 +7,15 @@
 //! polling (every 5 ms, every 100 µs for 20 ms after a burst) and the end of
 //! the run. Never writes a database: it sends copies to the writer thread.
 
-use crate::tap::{Batch, Found, Tap};
+use crate::tap::{Batch, Found, Tap, WithoutRuntime};
 use crate::writer::{write, ToWriter};
 use crate::{listen, lock, KernelEvents, Shared, QUEUE_LIMIT};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
-use strobe_core::shm::segment::Segment;
+use strobe_core::shm::segment::{exec_reason, Segment};
 
 /// How long after a burst of records (more than [`BURST_BYTES`] in one
 /// pass) the collector keeps looking at [`BUSY_POLL`] intervals rather
@@ -33,6 +33,19 @@ fn thread_alive(pid: i32, tid: i32) -> bool {
     unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, 0) == 0 }
 }
 
+/// Whether process `pid` ended (a zombie, or gone).
+fn process_ended(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
+        return true;
+    };
+    // The state follows the command, after its last ')'.
+    let state = stat
+        .iter()
+        .rposition(|&b| b == b')')
+        .and_then(|close| stat.get(close + 2));
+    matches!(state, None | Some(b'Z') | Some(b'X'))
+}
+
 /// The collector thread's side of one run: the followed images and the
 /// way to the writer.
 struct Taps<'a> {
@@ -48,6 +61,87 @@ struct Taps<'a> {
     /// starts) are open: a thread or process to hand to the kernel is
     /// sampled by them already.
     inherited_events: bool,
+    /// Processes that ran an image without the runtime, by image and
+    /// reason: said once per group when the run ends.
+    without_runtime: BTreeMap<(Vec<u8>, u32), Unprofiled>,
+}
+
+/// What became of the processes of one image that ran without the
+/// runtime.
+#[derive(Default)]
+struct Unprofiled {
+    /// The first [`PIDS_NAMED`] of them.
+    pids: Vec<i32>,
+    /// Sampled by the kernel from when the collector saw them.
+    sampled: u64,
+    /// Ended before the collector could hand them to the kernel.
+    gone: u64,
+    /// Not sampled: the kernel refused (the first reason), or kernel
+    /// sampling is off.
+    refused: u64,
+    why_refused: Option<String>,
+}
+
+impl Unprofiled {
+    /// The run summary's line for `count` processes of `image`.
+    fn note(&self, image: &[u8], reason: u32) -> String {
+        let total = self.sampled + self.gone + self.refused;
+        let what = match reason {
+            exec_reason::STATIC => "ran a static image (nothing can be preloaded into it)",
+            exec_reason::SETUID => "ran a setuid/setgid image (the loader ignores LD_PRELOAD)",
+            exec_reason::ENVIRONMENT => {
+                "started with a cleared environment (strobe's runtime was not passed on)"
+            }
+            _ => "ran without strobe's runtime",
+        };
+        let mut outcome = Vec::new();
+        if self.sampled > 0 {
+            outcome.push(format!(
+                "{} sampled by the kernel from when the collector saw {} start (no regions, \
+                 markers or tracing)",
+                count_of(self.sampled, "process", "processes"),
+                if self.sampled == 1 { "it" } else { "each" }
+            ));
+        }
+        if self.gone > 0 {
+            outcome.push(format!(
+                "{} ended before the collector could sample {}",
+                count_of(self.gone, "process", "processes"),
+                if self.gone == 1 { "it" } else { "them" }
+            ));
+        }
+        if self.refused > 0 {
+            outcome.push(format!(
+                "{} not profiled{}",
+                count_of(self.refused, "process", "processes"),
+                self.why_refused
+                    .as_deref()
+                    .map_or(String::new(), |e| format!(" ({e})"))
+            ));
+        }
+        let pids: Vec<String> = self.pids.iter().map(i32::to_string).collect();
+        let more = if total > self.pids.len() as u64 {
+            ", …"
+        } else {
+            ""
+        };
+        format!(
+            "{} of {} ({} {}{more}) {what}: {}",
+            count_of(total, "process", "processes"),
+            String::from_utf8_lossy(image),
+            if total == 1 { "pid" } else { "pids" },
+            pids.join(", "),
+            outcome.join("; ")
+        )
+    }
+}
+
+/// Processes named by pid in a group's line.
+const PIDS_NAMED: usize = 5;
+
+/// "1 process", "47 processes".
+fn count_of(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 impl Taps<'_> {
@@ -57,7 +151,7 @@ impl Taps<'_> {
         let mut batch = Batch::default();
         let mut found = Found::default();
         self.taps[i].drain(&mut batch, &mut found);
-        if self.taps[i].replaced_by_static_image() {
+        if self.taps[i].replaced_by_image_without_runtime() {
             // The kernel samples the whole process now: its threads
             // (which no slot knows) must not be handed over again.
             found.blocking.clear();
@@ -67,10 +161,8 @@ impl Taps<'_> {
         for child in found.children {
             self.expected.announce(child);
         }
-        for child in found.static_images {
-            batch
-                .notes
-                .extend(self.sample_static_image_by_kernel(child));
+        for process in found.without_runtime {
+            self.sample_without_runtime(process);
         }
         let pid = self.taps[i].pid;
         let causal = self.taps[i].causal_active();
@@ -128,35 +220,58 @@ impl Taps<'_> {
         }
     }
 
-    /// Process `pid` runs (or is about to run) a static image, which
-    /// nothing can be preloaded into: in `auto` mode the kernel samples
-    /// all its threads from now on, if it can. Returns the note for the
-    /// run summary (none when the process ended meanwhile).
-    fn sample_static_image_by_kernel(&mut self, pid: i32) -> Option<String> {
-        let kernel = self.shared.options.kernel_threads?;
-        let sampled = format!(
-            "process {pid} runs a static image: sampled by the kernel only (no regions, \
-             markers or tracing), from when the collector saw it start"
-        );
+    /// A process runs (or is about to run) an image the runtime cannot
+    /// start in: in `auto` mode the kernel samples all its threads (and
+    /// what they start) from now on, if it can. Counted in its image's
+    /// group for the run summary.
+    fn sample_without_runtime(&mut self, process: WithoutRuntime) {
+        let WithoutRuntime { pid, reason, image } = process;
+        let kernel = self.shared.options.kernel_threads;
+        let group = self.without_runtime.entry((image, reason)).or_default();
+        if group.pids.len() < PIDS_NAMED {
+            group.pids.push(pid);
+        }
+        let Some(kernel) = kernel else {
+            group.refused += 1;
+            group.why_refused = Some("kernel sampling is off: `--sampler auto` turns it on".into());
+            return;
+        };
+        if process_ended(pid) {
+            group.gone += 1;
+            return;
+        }
         // Sampled: the run waits for it (a spawned child may outlive its
         // parent).
         if self.inherited_events {
+            group.sampled += 1;
             self.expected.announce(pid);
             let _ = self.to_writer.send(ToWriter::KernelProcess { pid });
-            return Some(sampled);
+            return;
         }
         match KernelEvents::for_process(pid, kernel.freq_hz, kernel.stack_bytes, 64, false) {
             Ok(events) => {
+                group.sampled += 1;
                 self.expected.announce(pid);
                 self.thread_events.push((pid, pid, events));
                 let _ = self.to_writer.send(ToWriter::KernelProcess { pid });
-                Some(sampled)
             }
-            Err(_) if !thread_alive(pid, pid) => None,
-            Err(e) => Some(format!(
-                "process {pid} runs a static image: not profiled; kernel sampling of it failed: {e}"
-            )),
+            Err(_) if process_ended(pid) => group.gone += 1,
+            Err(e) => {
+                group.refused += 1;
+                group
+                    .why_refused
+                    .get_or_insert_with(|| format!("kernel sampling failed: {e}"));
+            }
         }
+    }
+
+    /// The run summary's lines for the processes that ran without the
+    /// runtime, one per image and reason.
+    fn unprofiled_notes(&self) -> Vec<String> {
+        self.without_runtime
+            .iter()
+            .map(|((image, reason), group)| group.note(image, *reason))
+            .collect()
     }
 
     /// Copies the kernel's sampling rings and sends what they held.
@@ -187,7 +302,7 @@ impl Taps<'_> {
     }
 
     /// Copies the rings a last time and ends image `i`.
-    fn end(&mut self, i: usize, superseded: bool) {
+    fn end(&mut self, i: usize) {
         self.drain(i);
         // Again: the first pass may have freed slots whose events came last.
         self.drain(i);
@@ -200,10 +315,7 @@ impl Taps<'_> {
                 batch: last,
             });
         }
-        let _ = self.to_writer.send(ToWriter::Ended {
-            id: tap.id,
-            superseded,
-        });
+        let _ = self.to_writer.send(ToWriter::Ended { id: tap.id });
     }
 
     /// Whether `pid` belongs to the run: the run's root, a process
@@ -235,7 +347,7 @@ impl Taps<'_> {
                 // new image may have ended already too, which ends the
                 // pid's old image as well).
                 if let Some(i) = self.taps.iter().position(|t| t.pid == h.pid) {
-                    self.end(i, true);
+                    self.end(i);
                 }
                 let segment = Arc::new(segment);
                 self.next_id += 1;
@@ -307,6 +419,7 @@ pub fn run(listener: &mut listen::Listener, shared: &Shared) {
                 next_id: 0,
                 thread_events: Vec::new(),
                 inherited_events: false,
+                without_runtime: BTreeMap::new(),
             },
         );
     });
@@ -407,7 +520,7 @@ fn follow(listener: &mut listen::Listener, t: &mut Taps<'_>) {
                 // The pid may be reused by a later child of the run.
                 let pid = t.taps[i].pid;
                 t.expected.connected.remove(&pid);
-                t.end(i, false);
+                t.end(i);
             } else {
                 i += 1;
             }
@@ -423,6 +536,8 @@ fn follow(listener: &mut listen::Listener, t: &mut Taps<'_>) {
                 t.drain_kernel(events);
             }
             t.drain_thread_events();
+            let unprofiled = t.unprofiled_notes();
+            lock(&shared.report).notes.extend(unprofiled);
             if listener.refused() > listen::NAMED_REFUSALS {
                 lock(&shared.report).notes.push(format!(
                     "refused {} connections to the collector in all (the first {} are named above)",

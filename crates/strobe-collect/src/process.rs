@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use strobe_core::clock::now_ns;
-use strobe_core::shm::segment::{exec_reason, slot_state, state, Segment};
+use strobe_core::shm::segment::{slot_state, state, Segment};
 use strobe_core::shm::wire::{
     counter_readings, decode_event, event, info, info_entries, read, ModuleBody, XptiBody,
 };
@@ -562,17 +562,6 @@ impl Process {
                     p.note(r);
                 }
             }
-            // A static image in `auto` mode: the collector hands it to the
-            // kernel and says so.
-            event::CHILD if arg == exec_reason::STATIC && options.kernel_threads.is_some() => {}
-            event::CHILD if bytes.len() >= 4 && arg != exec_reason::NONE => {
-                let child = i32::from_le_bytes(bytes[..4].try_into().unwrap_or_default());
-                let target = String::from_utf8_lossy(&bytes[4..]);
-                self.notes.push(format!(
-                    "its child {child} was not profiled: it ran {target}: {}",
-                    exec_reason::describe(arg)
-                ));
-            }
             event::XPTI_STREAM => {
                 self.xpti_initialized = true;
                 if arg == 0 {
@@ -704,33 +693,11 @@ impl Process {
             .any(|s| !s.is_empty() && (preloaded.contains(&s) || s.contains("strobe_runtime")))
     }
 
-    /// Whether the process replaced its image and that image is the one
-    /// `pid` now runs under a new segment.
-    pub fn replaced_by_exec(&self) -> bool {
-        self.segment
-            .as_ref()
-            .is_some_and(|s| s.header().state.load(Ordering::Acquire) == state::EXEC)
-    }
-
-    /// The runtime's end-of-run figures: exec note, exhausted slots,
-    /// dropped events and waits (returned), counters of slots still held.
-    fn runtime_totals(
-        &mut self,
-        segment: &Segment,
-        superseded: bool,
-        options: &Options,
-    ) -> (u64, u64, u64) {
-        let (target, reason) = segment.exec_note();
-        // A static image in `auto` mode: the collector handed it to the
-        // kernel and said so.
-        let sampled_by_kernel = reason == exec_reason::STATIC && options.kernel_threads.is_some();
-        if !superseded && self.replaced_by_exec() && !sampled_by_kernel {
-            let target = String::from_utf8_lossy(&target).into_owned();
-            self.notes.push(format!(
-                "not profiled: it ran {target}: {}",
-                exec_reason::describe(reason)
-            ));
-        }
+    /// The runtime's end-of-run figures: exhausted slots, dropped events
+    /// and waits (returned), counters of slots still held. (An image
+    /// without the runtime that replaced this one is the collector
+    /// thread's to report.)
+    fn runtime_totals(&mut self, segment: &Segment) -> (u64, u64, u64) {
         let h = segment.header();
         let exhausted = h.slots_exhausted.load(Ordering::Relaxed);
         let dropped = h.events_dropped.load(Ordering::Relaxed);
@@ -760,10 +727,10 @@ impl Process {
     /// Totals and notes; closes or removes the database. Returns the
     /// database path (if one is kept) and the notes for the run summary.
     /// The collector thread copied the rings for the last time before.
-    pub fn finish(mut self, options: &Options, superseded: bool) -> (Option<PathBuf>, Vec<String>) {
+    pub fn finish(mut self, options: &Options) -> (Option<PathBuf>, Vec<String>) {
         let (mut dropped, mut waits, mut wait_ns) = (0, 0, 0);
         if let Some(segment) = self.segment.clone() {
-            (dropped, waits, wait_ns) = self.runtime_totals(&segment, superseded, options);
+            (dropped, waits, wait_ns) = self.runtime_totals(&segment);
         }
         for w in self.described.warnings.clone() {
             self.notes.push(w);

@@ -175,13 +175,23 @@ fn to_monotonic(record: &mut [u8], map: &TscMap, last: &mut u64) -> Option<Event
 pub struct Found {
     /// Children announced, to be waited for until they connect.
     pub children: Vec<i32>,
-    /// Processes that run (or are about to run) a static image, which
-    /// nothing can be preloaded into.
-    pub static_images: Vec<i32>,
+    /// Processes that run (or are about to run) an image the runtime
+    /// cannot start in (static, setuid, or an environment without
+    /// strobe's variables).
+    pub without_runtime: Vec<WithoutRuntime>,
     /// Threads found blocking the sampling signal.
     pub blocking: Vec<i32>,
     /// Threads the sampler has no slot for (see [`Tap::threads_without_slot`]).
     pub unslotted: Vec<i32>,
+}
+
+/// A process that runs an image without strobe's runtime.
+pub struct WithoutRuntime {
+    pub pid: i32,
+    /// Why (`exec_reason`).
+    pub reason: u32,
+    /// The image it runs, as the runtime resolved it before `exec`.
+    pub image: Vec<u8>,
 }
 
 /// One followed process image, as the collector thread sees it.
@@ -198,7 +208,9 @@ pub struct Tap {
     windows: WindowEvaluator,
     blocked_reported: HashSet<i32>,
     /// The process exec'd a static image and it was reported.
-    static_exec_reported: bool,
+    /// The process replaced this image by one without the runtime (and
+    /// the collector was told).
+    exec_without_runtime: bool,
     /// Threads found without a slot at the last scan of the task list,
     /// and when that scan was.
     unslotted: HashSet<i32>,
@@ -225,7 +237,7 @@ impl Tap {
             exited: false,
             command,
             blocked_reported: HashSet::new(),
-            static_exec_reported: false,
+            exec_without_runtime: false,
             unslotted: HashSet::new(),
             last_task_scan_ns: now_ns(),
             event_clock: Vec::new(),
@@ -285,9 +297,11 @@ impl Tap {
         if let Some(point) = self.process.as_mut().and_then(|p| p.due()) {
             batch.process_points.push(point);
         }
-        if !self.static_exec_reported && self.runs_static_image() {
-            self.static_exec_reported = true;
-            found.static_images.push(self.pid);
+        if !self.exec_without_runtime {
+            if let Some(image) = self.runs_image_without_runtime() {
+                self.exec_without_runtime = true;
+                found.without_runtime.push(image);
+            }
         }
         let slots = self.segment.slots_in_use();
         let [ticks, ns] = self.segment.header().tsc_anchor;
@@ -320,8 +334,11 @@ impl Tap {
                     let pid = i32::from_le_bytes(bytes[..4].try_into().unwrap_or_default());
                     match head.arg {
                         exec_reason::NONE => found.children.push(pid),
-                        exec_reason::STATIC => found.static_images.push(pid),
-                        _ => {}
+                        reason => found.without_runtime.push(WithoutRuntime {
+                            pid,
+                            reason,
+                            image: bytes[4..].to_vec(),
+                        }),
                     }
                 }
             });
@@ -359,20 +376,30 @@ impl Tap {
 impl Tap {
     /// Whether the process replaced its image by a static one, found by
     /// an earlier copy.
-    pub fn replaced_by_static_image(&self) -> bool {
-        self.static_exec_reported
+    pub fn replaced_by_image_without_runtime(&self) -> bool {
+        self.exec_without_runtime
     }
 
-    /// Whether the process replaced its image by a static one: the runtime
-    /// said so before `exec`, and the image the process runs now is
-    /// static (so the exec happened: the runtime's image was not).
-    fn runs_static_image(&self) -> bool {
+    /// The image without the runtime the process replaced this one by:
+    /// the runtime said before `exec` that the new image would not have
+    /// it, and the process no longer maps the runtime (so the exec
+    /// happened).
+    fn runs_image_without_runtime(&self) -> Option<WithoutRuntime> {
         let h = self.segment.header();
-        h.state.load(Ordering::Acquire) == state::EXEC
-            && h.exec_reason.load(Ordering::Acquire) == exec_reason::STATIC
-            && strobe_core::shm::image::exec_reason_for(
-                format!("/proc/{}/exe", self.pid).as_bytes(),
-            ) == exec_reason::STATIC
+        let reason = h.exec_reason.load(Ordering::Acquire);
+        if h.state.load(Ordering::Acquire) != state::EXEC || reason == exec_reason::NONE {
+            return None;
+        }
+        // Unreadable: the process ended (it is counted as such).
+        let maps = std::fs::read(format!("/proc/{}/maps", self.pid)).unwrap_or_default();
+        if maps.windows(14).any(|w| w == b"strobe_runtime") {
+            return None;
+        }
+        Some(WithoutRuntime {
+            pid: self.pid,
+            reason,
+            image: self.segment.exec_note().0,
+        })
     }
 
     /// Threads of the process that the in-program sampler has no slot for

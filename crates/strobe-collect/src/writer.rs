@@ -23,8 +23,8 @@ pub enum ToWriter {
     },
     /// Records of image `id`.
     Records { id: u64, batch: Batch },
-    /// Image `id` ended (`superseded`: its pid runs a new image).
-    Ended { id: u64, superseded: bool },
+    /// Image `id` ended (the process ended, or runs a new image).
+    Ended { id: u64 },
     /// Records of the kernel's sampling rings.
     Kernel { batch: Batch },
     /// The kernel samples thread `tid` of `pid` (which has the runtime).
@@ -46,7 +46,7 @@ pub fn write(shared: &Shared, from: mpsc::Receiver<ToWriter>) {
                 let mut process = Process::new(pid, segment);
                 let before = kernel.runtime_started(pid, id);
                 if let Some(earlier) = before.and_then(|b| process.continue_from(b)) {
-                    report_finished(shared, earlier, true);
+                    report_finished(shared, earlier);
                 }
                 processes.insert(id, process);
             }
@@ -61,7 +61,7 @@ pub fn write(shared: &Shared, from: mpsc::Receiver<ToWriter>) {
                 let weight = batch.weight();
                 let for_all = shared.kernel_for_all.load(Ordering::SeqCst);
                 for ended in kernel.apply(&batch, &mut processes, options, for_all) {
-                    report_finished(shared, ended, false);
+                    report_finished(shared, ended);
                 }
                 shared.queued.fetch_sub(weight, Ordering::SeqCst);
             }
@@ -72,17 +72,17 @@ pub fn write(shared: &Shared, from: mpsc::Receiver<ToWriter>) {
                 }
                 shared.queued.fetch_sub(weight, Ordering::SeqCst);
             }
-            ToWriter::Ended { id, superseded } => {
+            ToWriter::Ended { id } => {
                 kernel.runtime_ended(id);
                 if let Some(p) = processes.remove(&id) {
-                    report_finished(shared, p, superseded);
+                    report_finished(shared, p);
                 }
             }
         }
     }
     let (rest, lost) = kernel.finish();
     for p in rest {
-        report_finished(shared, p, false);
+        report_finished(shared, p);
     }
     if lost > 0 {
         lock(&shared.report).notes.push(format!(
@@ -92,9 +92,9 @@ pub fn write(shared: &Shared, from: mpsc::Receiver<ToWriter>) {
 }
 
 /// Finishes `p` and adds its database and notes to the report.
-fn report_finished(shared: &Shared, p: Process, superseded: bool) {
+fn report_finished(shared: &Shared, p: Process) {
     let (pid, command) = (p.pid, p.command());
-    let (db, notes) = p.finish(&shared.options, superseded);
+    let (db, notes) = p.finish(&shared.options);
     let mut report = lock(&shared.report);
     report.databases.extend(db);
     for n in notes {

@@ -314,7 +314,9 @@ impl Segment {
         // SAFETY: querying the seals of a descriptor we hold.
         let seals = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
         if seals < 0 || seals & SEALS != SEALS {
-            return Err(bad("its size is not sealed (it could shrink under the reader)"));
+            return Err(bad(
+                "its size is not sealed (it could shrink under the reader)",
+            ));
         }
         let file_len = st.st_size as usize;
         if file_len < HEADER_BYTES {
@@ -636,7 +638,9 @@ mod tests {
         let copy = unsafe { OwnedFd::from_raw_fd(libc::memfd_create(c"copy".as_ptr(), 0)) };
         // SAFETY: the segment's mapping holds `len` readable bytes.
         let bytes = unsafe { std::slice::from_raw_parts(seg.base, seg.len) };
-        std::fs::File::from(copy.try_clone().unwrap()).write_all(bytes).unwrap();
+        std::fs::File::from(copy.try_clone().unwrap())
+            .write_all(bytes)
+            .unwrap();
         let err = Segment::open(&copy).err().unwrap();
         assert!(err.to_string().contains("sealed"), "{err}");
         assert!(Segment::open(&fd).is_ok());
