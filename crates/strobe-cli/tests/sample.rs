@@ -53,6 +53,7 @@ fn built() -> PathBuf {
         "regions",
         "leave_child",
         "raw_clone",
+        "libc_pthread",
         "short_threads",
         "two_equal_threads",
         "syscall_loop",
@@ -1364,7 +1365,7 @@ fn by_default_a_raw_clone_thread_is_handed_to_the_kernel_and_said_so() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "both done\n");
-    assert!(err.contains("has no sampler"), "{err}");
+    assert!(err.contains("had no sampler"), "{err}");
     if err.contains("kernel sampling of it failed") {
         eprintln!("skipped: the kernel refuses sampling events here: {err}");
         return;
@@ -1376,6 +1377,39 @@ fn by_default_a_raw_clone_thread_is_handed_to_the_kernel_and_said_so() {
         .filter(|s| names(s).iter().any(|n| n == "raw_work"))
         .count();
     assert!(raw >= 25, "{raw} samples in raw_work: {err}");
+}
+
+#[test]
+fn a_thread_made_by_libcs_own_pthread_create_is_named_so_and_sampled_by_the_kernel() {
+    let _turn = one_at_a_time();
+    let bin = built();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = sample_in(tmp.path(), &[bin.join("libc_pthread").to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "joined\n");
+    // One line for the thread, saying why (jemalloc's way) without
+    // calling it a raw clone.
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("had no sampler"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("not started through strobe's pthread_create wrapper"),
+        "{err}"
+    );
+    if err.contains("kernel sampling of it failed") {
+        eprintln!("skipped: the kernel refuses sampling events here: {err}");
+        return;
+    }
+    let all = samples(&databases(tmp.path())[0]);
+    let direct = all
+        .iter()
+        .filter(|s| names(s).iter().any(|n| n == "direct_work"))
+        .count();
+    // 1 s of CPU; the scan finds the thread after 200-400 ms.
+    assert!(direct >= 25, "{direct} samples in direct_work: {err}");
 }
 
 /// The Go toolchain: `go` on the PATH, else installed with apt-get (as

@@ -136,6 +136,26 @@ impl Unprofiled {
     }
 }
 
+/// The lines for the threads of `tap` handed to the kernel, one per
+/// reason and outcome.
+fn threads_noted(tap: &Tap) -> Vec<String> {
+    tap.threads_noted
+        .iter()
+        .map(|((why, outcome), tids)| match tids[..] {
+            [tid] => format!("thread {tid} {why}: {outcome}"),
+            _ => {
+                let named: Vec<String> = tids.iter().take(8).map(i32::to_string).collect();
+                let more = if tids.len() > 8 { ", …" } else { "" };
+                format!(
+                    "{} threads ({}{more}) {why}: {outcome}",
+                    tids.len(),
+                    named.join(", ")
+                )
+            }
+        })
+        .collect()
+}
+
 /// Processes named by pid in a group's line.
 const PIDS_NAMED: usize = 5;
 
@@ -166,21 +186,28 @@ impl Taps<'_> {
         }
         let pid = self.taps[i].pid;
         let causal = self.taps[i].causal_active();
-        for tid in found.blocking {
-            let why = if causal {
-                "blocked the sampling signal (causal profiling can neither count its samples nor pause it: what depends on it is not measured)"
-            } else {
-                "blocked the sampling signal"
-            };
-            batch
-                .notes
-                .extend(self.sample_thread_by_kernel(pid, tid, why));
-        }
-        for tid in found.unslotted {
-            let why = "has no sampler (made by a raw clone, or no slot was free)";
-            batch
-                .notes
-                .extend(self.sample_thread_by_kernel(pid, tid, why));
+        let blocked = if causal {
+            "blocked the sampling signal (causal profiling can neither count its samples nor \
+             pause it: what depends on it is not measured)"
+        } else {
+            "blocked the sampling signal"
+        };
+        let unslotted = "had no sampler (not started through strobe's pthread_create wrapper: \
+                         made by a library that calls libc's directly, as jemalloc does, or by a \
+                         raw clone)";
+        let threads = found
+            .blocking
+            .into_iter()
+            .map(|tid| (tid, blocked))
+            .chain(found.unslotted.into_iter().map(|tid| (tid, unslotted)));
+        for (tid, why) in threads.collect::<Vec<_>>() {
+            if let Some(outcome) = self.sample_thread_by_kernel(pid, tid) {
+                let tids = self.taps[i]
+                    .threads_noted
+                    .entry((why, outcome))
+                    .or_default();
+                tids.push(tid);
+            }
         }
         if batch.is_empty() {
             return 0;
@@ -192,17 +219,16 @@ impl Taps<'_> {
         weight
     }
 
-    /// A thread of `pid` the in-program sampler cannot reach (`why`): the
-    /// kernel samples it from now on, if it can. Returns the note for the
-    /// run summary (none when the thread ended meanwhile).
-    fn sample_thread_by_kernel(&mut self, pid: i32, tid: i32, why: &str) -> Option<String> {
+    /// A thread of `pid` the in-program sampler cannot reach: the kernel
+    /// samples it from now on, if it can. Returns what became of it for
+    /// the run summary (none when the thread ended meanwhile).
+    fn sample_thread_by_kernel(&mut self, pid: i32, tid: i32) -> Option<String> {
         let options = &self.shared.options;
-        let not_sampled = format!("thread {tid} {why}: not sampled");
+        let not_sampled = "not sampled".to_string();
         let Some(kernel) = options.kernel_threads else {
             return Some(not_sampled);
         };
-        let sampled =
-            format!("thread {tid} {why}: sampled by the kernel from then on (not before)");
+        let sampled = "sampled by the kernel from then on (not before)".to_string();
         if self.inherited_events {
             // The run's own kernel events (a static program started it)
             // already sample the thread: keep those samples.
@@ -309,6 +335,7 @@ impl Taps<'_> {
         let mut tap = self.taps.swap_remove(i);
         let mut last = Batch::default();
         tap.finish(&mut last);
+        last.notes.extend(threads_noted(&tap));
         if !last.is_empty() {
             let _ = self.to_writer.send(ToWriter::Records {
                 id: tap.id,

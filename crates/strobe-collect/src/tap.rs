@@ -13,7 +13,7 @@
 //! slow database never slows the program's producers down.
 
 use crate::Options;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -208,6 +208,9 @@ pub struct Tap {
     windows: WindowEvaluator,
     blocked_reported: HashSet<i32>,
     /// The process exec'd a static image and it was reported.
+    /// Threads handed to the kernel, by why and what became of them: said
+    /// once, when the image ends.
+    pub threads_noted: BTreeMap<(&'static str, String), Vec<i32>>,
     /// The process replaced this image by one without the runtime (and
     /// the collector was told).
     exec_without_runtime: bool,
@@ -237,6 +240,7 @@ impl Tap {
             exited: false,
             command,
             blocked_reported: HashSet::new(),
+            threads_noted: BTreeMap::new(),
             exec_without_runtime: false,
             unslotted: HashSet::new(),
             last_task_scan_ns: now_ns(),
