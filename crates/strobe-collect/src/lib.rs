@@ -25,6 +25,7 @@
 pub mod causal;
 mod elf;
 mod follow;
+pub mod fuzz;
 mod kernel;
 mod kernel_writer;
 mod listen;

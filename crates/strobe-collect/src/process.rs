@@ -387,7 +387,7 @@ impl Process {
             }
         }
         for (t, r) in self.totals.iter_mut().zip(batch.retired) {
-            *t += r;
+            *t = t.saturating_add(r);
         }
         self.notes.extend(batch.notes);
         self.notes.extend(batch.corrupt);
@@ -603,7 +603,13 @@ impl Process {
                 }
             }
             event::MODULE => {
-                let Some(m) = read::<ModuleBody>(bytes) else {
+                // A module that ends before it starts, or whose code lies
+                // below its load bias, is no module.
+                let Some(m) = read::<ModuleBody>(bytes).filter(|m| {
+                    m.bias <= m.text_start
+                        && m.text_start <= m.text_end
+                        && m.mapped_start <= m.mapped_end
+                }) else {
                     return;
                 };
                 let rest = &bytes[std::mem::size_of::<ModuleBody>()..];
@@ -717,7 +723,7 @@ impl Process {
         for i in 0..segment.slots_in_use() {
             if segment.slot(i).state.load(Ordering::Acquire) != slot_state::FREE {
                 for (t, c) in self.totals.iter_mut().zip(sample_counters(segment, i)) {
-                    *t += c;
+                    *t = t.saturating_add(c);
                 }
             }
         }
@@ -780,7 +786,10 @@ impl Process {
         let t = self.totals;
         for (name, value) in [
             ("sampler.samples_taken", t[0]),
-            ("sampler.samples_lost", t[1] + t[2] + t[5]),
+            (
+                "sampler.samples_lost",
+                t[1].saturating_add(t[2]).saturating_add(t[5]),
+            ),
             ("sampler.samples_lost_on_alternate_stack", t[5]),
             ("sampler.timer_overruns", t[3]),
             ("sampler.incomplete_stacks", t[4]),

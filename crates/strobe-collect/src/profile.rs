@@ -313,7 +313,9 @@ impl Profile {
     fn find(&self, pc: u64) -> Option<(Option<ModuleId>, u64)> {
         let i = self.ranges.partition_point(|&(start, _, _, _)| start <= pc);
         let (_, end, bias, id) = *self.ranges.get(i.checked_sub(1)?)?;
-        (pc < end).then(|| (Some(id), pc - bias))
+        // A module's bias lies at or below its code (checked when the
+        // record was decoded; wrapping keeps a bad one harmless).
+        (pc < end).then(|| (Some(id), pc.wrapping_sub(bias)))
     }
 
     /// Writes a module (once).
@@ -437,7 +439,7 @@ impl Profile {
             )?;
         }
         let last = self.last_cpu_write.entry(s.tid).or_insert(0);
-        if s.cpu_time_ns > 0 && s.timestamp_ns >= *last + CPU_COUNTER_INTERVAL_NS {
+        if s.cpu_time_ns > 0 && s.timestamp_ns >= last.saturating_add(CPU_COUNTER_INTERVAL_NS) {
             *last = s.timestamp_ns;
             let counter = match self.cpu_counter {
                 Some(c) => c,

@@ -79,15 +79,21 @@ impl Batch {
 
     /// Adds one record of a kernel sampling ring.
     pub fn push_kernel(&mut self, record: &[u8]) {
+        self.bytes.resize(self.bytes.len().next_multiple_of(8), 0);
         let start = self.bytes.len();
         self.bytes.extend_from_slice(record);
         self.records
             .push((Source::Kernel, 0, start..self.bytes.len()));
     }
 
-    /// Copies every record of `ring`; `each` may rewrite the copy.
+    /// Copies every record of `ring`; `each` may rewrite the copy. Each
+    /// record starts 8-aligned in `bytes` (as in the ring), whatever the
+    /// length of the one before: samples are read in place as `u64`
+    /// frames (`decode_sample` refuses a misaligned one), and `bytes`
+    /// comes from the allocator 16-aligned.
     fn copy(&mut self, ring: &ShmRing, source: Source, tid: i32, mut each: impl FnMut(&mut [u8])) {
         let drained = ring.drain(|payload| {
+            self.bytes.resize(self.bytes.len().next_multiple_of(8), 0);
             let start = self.bytes.len();
             self.bytes.extend_from_slice(payload);
             each(&mut self.bytes[start..]);
@@ -146,7 +152,9 @@ impl TscMap {
         if t1 <= t0 {
             return self.to.1;
         }
-        let ns = n0 + (ticks as i128 - t0) * (n1 - n0) / (t1 - t0);
+        // The first reading comes from the segment (the program's): any
+        // values, so the product saturates rather than overflows.
+        let ns = n0.saturating_add((ticks as i128 - t0).saturating_mul(n1 - n0) / (t1 - t0));
         ns.clamp(0, u64::MAX as i128) as u64
     }
 }
@@ -369,7 +377,7 @@ impl Tap {
                     .iter_mut()
                     .zip(sample_counters(&self.segment, i))
                 {
-                    *t += c;
+                    *t = t.saturating_add(c);
                 }
                 self.segment.free_slot(i);
             }
@@ -461,6 +469,43 @@ pub fn sample_counters(segment: &Segment, i: u32) -> [u64; 6] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sample_copied_after_an_odd_length_event_still_decodes() {
+        let layout = strobe_core::shm::segment::Layout {
+            slots: 1,
+            sample_ring_bytes: 4096,
+            event_ring_bytes: 4096,
+        };
+        let (segment, _fd) = Segment::create(layout, 1, 1, 0).unwrap();
+        let slot = segment.claim_slot(7).unwrap();
+        assert!(segment.event_ring(slot).push(&[&[1u8; 13]]));
+        let head = strobe_core::shm::wire::SampleHead {
+            timestamp_ns: 5,
+            cpu_time_ns: 6,
+            peak_rss_kb: 0,
+            tid: 7,
+            depth: 2,
+            clock: 0,
+            complete: 1,
+            overruns: 0,
+            counters: 0,
+            reserved: 0,
+        };
+        // SAFETY: SampleHead is plain old data of SAMPLE_HEAD_BYTES bytes.
+        let head_bytes: [u8; 40] = unsafe { std::mem::transmute(head) };
+        let frames: Vec<u8> = [0x1000u64, 0x2000]
+            .iter()
+            .flat_map(|f| f.to_le_bytes())
+            .collect();
+        assert!(segment.sample_ring(slot).push(&[&head_bytes, &frames]));
+        let mut batch = Batch::default();
+        batch.copy(&segment.event_ring(slot), Source::Events, 7, |_| {});
+        batch.copy(&segment.sample_ring(slot), Source::Samples, 7, |_| {});
+        let (_, _, range) = batch.records[1].clone();
+        let sample = strobe_core::shm::wire::decode_sample(&batch.bytes[range]).unwrap();
+        assert_eq!(sample.frames, [0x1000, 0x2000]);
+    }
 
     #[test]
     fn ticks_map_exactly_onto_both_readings_and_linearly_between() {

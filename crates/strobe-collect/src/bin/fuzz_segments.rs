@@ -1,0 +1,295 @@
+//! `fuzz_segments`: fuzzes the collector's decoders of a program's
+//! segment (`strobe_collect::fuzz`), and makes its corpus.
+//!
+//! ```text
+//! fuzz_segments capture RUNTIME OUT_DIR NAME -- PROGRAM ARGS...
+//!     runs PROGRAM under RUNTIME and keeps every segment it handed over
+//! fuzz_segments run CORPUS_DIR CRASH_DIR SECONDS [SEED]
+//!     mutates the corpus for SECONDS of this process's CPU time; every
+//!     input that panicked, took longer than 10 s or grew memory past
+//!     4 GiB goes to CRASH_DIR (the last two end the run); prints the
+//!     cases run, the CPU seconds and the peak memory
+//! fuzz_segments replay FILE...
+//!     runs each file as it is and with racing changes
+//! ```
+//!
+//! Exit status: 0 when nothing was found, 1 when something was, 2 for
+//! bad arguments. Built with the workspace's `fuzz` profile (release
+//! speed, overflow checks and debug assertions on) for long runs.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use strobe_collect::fuzz::{capture_segments, mutate, pack, run_segment, unpack, Changes, Rng};
+
+/// A case running longer than this is a hang.
+const HANG: Duration = Duration::from_secs(10);
+/// Peak memory past this is unbounded allocation.
+const MAX_RSS_KB: u64 = 4 << 20;
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: fuzz_segments capture RUNTIME OUT_DIR NAME -- PROGRAM ARGS...\n       \
+         fuzz_segments run CORPUS_DIR CRASH_DIR SECONDS [SEED]\n       \
+         fuzz_segments replay FILE..."
+    );
+    std::process::exit(2)
+}
+
+fn main() {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let text = |i: usize| {
+        args.get(i)
+            .and_then(|a| a.to_str())
+            .unwrap_or_else(|| usage())
+    };
+    let code = match args.first().and_then(|a| a.to_str()) {
+        Some("capture") if args.len() >= 6 && args[4] == "--" => {
+            let written = capture_segments(
+                Path::new(&args[1]),
+                &args[5..],
+                Path::new(&args[2]),
+                text(3),
+                Duration::from_secs(120),
+            );
+            match written {
+                Ok(files) => {
+                    for f in files {
+                        println!("{}", f.display());
+                    }
+                    0
+                }
+                Err(e) => {
+                    eprintln!("fuzz_segments: capture failed: {e}");
+                    1
+                }
+            }
+        }
+        Some("run") if args.len() >= 4 => {
+            let seconds: f64 = text(3).parse().unwrap_or_else(|_| usage());
+            let seed = args
+                .get(4)
+                .map(|s| {
+                    s.to_str()
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or_else(|| usage())
+                })
+                .unwrap_or_else(strobe_core::clock::now_ns);
+            fuzz(Path::new(&args[1]), Path::new(&args[2]), seconds, seed)
+        }
+        Some("replay") if args.len() >= 2 => replay(&args[1..]),
+        _ => usage(),
+    };
+    std::process::exit(code)
+}
+
+/// The packed segments of `dir`.
+fn corpus(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+        .into_iter()
+        .filter_map(|p| Some((p.clone(), unpack(&std::fs::read(&p).ok()?)?)))
+        .collect()
+}
+
+/// This process's CPU time in seconds.
+fn cpu_seconds() -> f64 {
+    strobe_core::clock::read_clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID) as f64 / 1e9
+}
+
+/// Peak resident memory of this process in KiB.
+fn peak_rss_kb() -> u64 {
+    // SAFETY: rusage is plain old data filled by getrusage.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid out-pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    usage.ru_maxrss.max(0) as u64
+}
+
+/// Keeps the message of the last panic (the default hook would print
+/// every caught one).
+fn quiet_panics() -> Arc<std::sync::Mutex<String>> {
+    let last = Arc::new(std::sync::Mutex::new(String::new()));
+    let keep = last.clone();
+    std::panic::set_hook(Box::new(move |info| {
+        *keep.lock().unwrap_or_else(|e| e.into_inner()) = info.to_string();
+    }));
+    last
+}
+
+fn fuzz(corpus_dir: &Path, crashes: &Path, seconds: f64, seed: u64) -> i32 {
+    let inputs = corpus(corpus_dir);
+    if inputs.is_empty() {
+        eprintln!(
+            "fuzz_segments: no packed segment in {}",
+            corpus_dir.display()
+        );
+        return 2;
+    }
+    if let Err(e) = std::fs::create_dir_all(crashes) {
+        eprintln!("fuzz_segments: cannot create {}: {e}", crashes.display());
+        return 2;
+    }
+    let last_panic = quiet_panics();
+    let work = match tempfile_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("fuzz_segments: {e}");
+            return 2;
+        }
+    };
+    // The watchdog: a case that runs past HANG, or memory past the
+    // bound, is saved and ends the run.
+    let started_case = Arc::new(AtomicU64::new(0));
+    let case_bytes = Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    {
+        let (started_case, case_bytes, crashes) = (
+            started_case.clone(),
+            case_bytes.clone(),
+            crashes.to_path_buf(),
+        );
+        std::thread::spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(200));
+            let since = started_case.load(Ordering::Relaxed);
+            let hung = since != 0
+                && strobe_core::clock::now_ns().saturating_sub(since) > HANG.as_nanos() as u64;
+            let bloated = peak_rss_kb() > MAX_RSS_KB;
+            if hung || bloated {
+                let what = if hung { "hang" } else { "memory" };
+                let bytes = case_bytes.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let path = crashes.join(format!("{what}-{:016x}.seg", hash(&bytes)));
+                let _ = std::fs::write(&path, pack(&bytes));
+                eprintln!("fuzz_segments: {what}: saved {}", path.display());
+                std::process::exit(1);
+            }
+        });
+    }
+    let mut rng = Rng::new(seed);
+    let (start_cpu, mut cases, mut found) = (cpu_seconds(), 0u64, 0u64);
+    let wall = Instant::now();
+    while cpu_seconds() - start_cpu < seconds {
+        let (_, base) = &inputs[rng.below(inputs.len())];
+        let mut bytes = base.clone();
+        mutate(&mut bytes, &mut rng);
+        *case_bytes.lock().unwrap_or_else(|e| e.into_inner()) = bytes.clone();
+        let racing = rng.below(4) == 0;
+        let race_seed = rng.next_u64();
+        started_case.store(strobe_core::clock::now_ns(), Ordering::Relaxed);
+        let result = std::panic::catch_unwind(|| {
+            let changes = if racing {
+                Changes::Racing {
+                    seed: race_seed,
+                    span: 64 << 10,
+                }
+            } else {
+                Changes::None
+            };
+            run_segment(&bytes, work.path(), changes).map(|o| {
+                if let Some(db) = o.database {
+                    let _ = std::fs::remove_file(db);
+                }
+            })
+        });
+        started_case.store(0, Ordering::Relaxed);
+        cases += 1;
+        if result.is_err() {
+            found += 1;
+            let path = crashes.join(format!("panic-{:016x}.seg", hash(&bytes)));
+            let _ = std::fs::write(&path, pack(&bytes));
+            let message = last_panic.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            eprintln!(
+                "fuzz_segments: panic{}: saved {}\n  {message}",
+                if racing { " (racing)" } else { "" },
+                path.display()
+            );
+        }
+    }
+    println!(
+        "cases {cases}, CPU {:.1} s, wall {:.1} s, peak memory {} MiB, seed {seed}, found {found}",
+        cpu_seconds() - start_cpu,
+        wall.elapsed().as_secs_f64(),
+        peak_rss_kb() / 1024
+    );
+    i32::from(found > 0)
+}
+
+fn replay(files: &[OsString]) -> i32 {
+    let last_panic = quiet_panics();
+    let work = match tempfile_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("fuzz_segments: {e}");
+            return 2;
+        }
+    };
+    let mut failed = 0;
+    for f in files {
+        let Some(bytes) = std::fs::read(f).ok().and_then(|b| unpack(&b)) else {
+            eprintln!(
+                "fuzz_segments: {}: not a packed segment",
+                Path::new(f).display()
+            );
+            failed += 1;
+            continue;
+        };
+        for racing in [false, true] {
+            let result = std::panic::catch_unwind(|| {
+                let changes = if racing {
+                    Changes::Racing {
+                        seed: 1,
+                        span: 64 << 10,
+                    }
+                } else {
+                    Changes::None
+                };
+                run_segment(&bytes, work.path(), changes)
+                    .map(|o| (o.database.is_some(), o.notes.len()))
+            });
+            match result {
+                Ok(r) => println!("{} (racing {racing}): {r:?}", Path::new(f).display()),
+                Err(_) => {
+                    failed += 1;
+                    let message = last_panic.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                    println!(
+                        "{} (racing {racing}): PANIC {message}",
+                        Path::new(f).display()
+                    );
+                }
+            }
+        }
+    }
+    i32::from(failed > 0)
+}
+
+/// A temporary directory for the databases the cases write.
+fn tempfile_dir() -> std::io::Result<TempDir> {
+    let path = std::env::temp_dir().join(format!("fuzz-segments-{}", std::process::id()));
+    std::fs::create_dir_all(&path)?;
+    Ok(TempDir(path))
+}
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// FNV-1a of `bytes`, to name saved inputs.
+fn hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}

@@ -1,0 +1,138 @@
+//! The collector survives whatever a program writes into its segment.
+//!
+//! Replays the fuzz corpus (real segments of real programs, made by
+//! `fuzz_segments capture`) and every input the fuzzer found
+//! (`fuzz/found/`), each as it is and with bytes changing under the
+//! collector, then runs a bounded fuzz pass of mutated corpus segments
+//! (`STROBE_FUZZ_CASES`, default 300; `STROBE_FUZZ_SEED`, default 1). A
+//! panic is a failure; an error is the collector refusing the segment at
+//! the door, which is allowed.
+
+use std::path::{Path, PathBuf};
+use strobe_collect::fuzz::{mutate, pack, run_segment, unpack, Changes, Rng};
+
+fn fuzz_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz")
+        .join(name)
+}
+
+/// The packed segments in `dir`, in name order.
+fn segments(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
+        .map(|p| {
+            let bytes = unpack(&std::fs::read(&p).unwrap())
+                .unwrap_or_else(|| panic!("{} is not a packed segment", p.display()));
+            (p, bytes)
+        })
+        .collect()
+}
+
+/// Runs `bytes` through the collector without and with racing changes;
+/// the panic's message, if one happened.
+fn survives(bytes: &[u8], dir: &Path, race_seed: u64) -> Result<(), String> {
+    for racing in [false, true] {
+        let result = std::panic::catch_unwind(|| {
+            let changes = if racing {
+                Changes::Racing {
+                    seed: race_seed,
+                    span: 64 << 10,
+                }
+            } else {
+                Changes::None
+            };
+            let _ = run_segment(bytes, dir, changes);
+        });
+        if let Err(panic) = result {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            return Err(format!("racing {racing}: {message}"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn real_segments_decode_into_databases() {
+    let corpus = segments(&fuzz_dir("corpus"));
+    assert!(
+        corpus.len() >= 4,
+        "the corpus is missing: {}",
+        fuzz_dir("corpus").display()
+    );
+    let mut databases = 0;
+    for (path, bytes) in &corpus {
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = run_segment(bytes, dir.path(), Changes::None)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        // A program may end before recording anything (no database).
+        databases += usize::from(outcome.database.is_some());
+        assert!(
+            !outcome.notes.iter().any(|n| n.contains("corrupt")),
+            "{}: {outcome:?}",
+            path.display()
+        );
+    }
+    assert!(
+        databases >= 4,
+        "{databases} of {} segments made a database",
+        corpus.len()
+    );
+}
+
+#[test]
+fn the_corpus_and_every_input_found_are_survived() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for (path, bytes) in segments(&fuzz_dir("corpus"))
+        .into_iter()
+        .chain(segments(&fuzz_dir("found")))
+    {
+        if let Err(message) = survives(&bytes, dir.path(), 1) {
+            failures.push(format!("{}: {message}", path.display()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn a_bounded_fuzz_pass_finds_nothing() {
+    let cases: usize = std::env::var("STROBE_FUZZ_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(300);
+    let seed: u64 = std::env::var("STROBE_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let corpus = segments(&fuzz_dir("corpus"));
+    assert!(!corpus.is_empty());
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng::new(seed);
+    let mut failures = Vec::new();
+    for case in 0..cases {
+        let (path, base) = &corpus[rng.below(corpus.len())];
+        let mut bytes = base.clone();
+        mutate(&mut bytes, &mut rng);
+        if let Err(message) = survives(&bytes, dir.path(), rng.next_u64()) {
+            // Kept to be added to fuzz/found/ with the fix.
+            let saved = std::env::temp_dir().join(format!("segment-fuzz-{seed}-{case}.seg"));
+            let _ = std::fs::write(&saved, pack(&bytes));
+            failures.push(format!(
+                "case {case} (seed {seed}, from {}): {message}; input saved as {}",
+                path.display(),
+                saved.display()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
