@@ -331,6 +331,7 @@ fn names_with_escape_sequences_reach_the_terminal_escaped() {
         raw_controls(&out.stderr)
     );
     for shown in [
+        "jit \\x1b[2J\\x1b]0;X\\x07 <b>&amp;\"'</b>",
         "thread \\x1b[2J\\x1b]0;X\\x07\\u{9b}2J",
         "region \\x1b[2J\\x1b]0;X\\x07\\u{202e}evil",
         "marker \\x1b[2J\\x1b]0;X\\x07",
@@ -355,6 +356,47 @@ fn names_with_escape_sequences_reach_the_terminal_escaped() {
             text(&o.stdout)
         );
     }
+    // Every export parses with a real parser of its format, the names in
+    // it (the JIT function's name holds markup and escapes too).
+    let out_dir = tempfile::tempdir().unwrap();
+    let mut cmd = strobe_command();
+    cmd.args([
+        "convert", "-f", "svg", "json", "csv", "folded", "firefox", "-o", "hostile", "-d",
+    ])
+    .arg(out_dir.path())
+    .arg("-i")
+    .arg(&dbs[0]);
+    let o = run_bounded(cmd, Duration::from_secs(60));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let check = r#"
+import csv, glob, json, sys, xml.etree.ElementTree as ET
+seen = set()
+for f in sorted(glob.glob(sys.argv[1] + "/*")):
+    if f.endswith(".svg"):
+        texts = " ".join(e.text or "" for e in ET.parse(f).iter())
+        if "jit \\x1b[2J" in texts and "<b>&amp:" in texts: seen.add("svg")
+    elif f.endswith(".json"):
+        json.load(open(f, encoding="utf-8"))
+        seen.add("json")
+    elif f.endswith(".csv"):
+        rows = list(csv.reader(open(f, newline="", encoding="utf-8")))
+        if any("jit " + chr(27) + "[2J" in c for r in rows for c in r): seen.add("csv")
+    elif f.endswith(".folded"):
+        if "jit \\x1b[2J" in open(f, encoding="utf-8").read(): seen.add("folded")
+print(" ".join(sorted(seen)))
+"#;
+    let parsed = Command::new("python3")
+        .args(["-c", check])
+        .arg(out_dir.path())
+        .output()
+        .unwrap();
+    assert!(parsed.status.success(), "{}", stderr(&parsed));
+    assert_eq!(
+        text(&parsed.stdout).trim(),
+        "csv folded json svg",
+        "{}",
+        stderr(&parsed)
+    );
     // Whatever a query selects, printed as a table or Markdown.
     for format in ["table", "markdown"] {
         let mut cmd = strobe_command();

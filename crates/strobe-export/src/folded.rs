@@ -36,9 +36,20 @@ pub struct FoldOptions {
     pub off_cpu: bool,
 }
 
-/// Makes a name safe inside a folded line (no `;`, no line breaks).
+/// Makes a name safe inside a folded line (no `;`) and in the flame
+/// graph's XML (which admits no control characters): a program's names
+/// may hold anything, so control characters are written as escapes
+/// (`\x1b`), as on a terminal.
 fn clean(s: &str) -> String {
-    s.replace(';', ":").replace(['\n', '\r'], " ")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            ';' => out.push(':'),
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Folded stacks with their time (ns) and the samples they hold.
