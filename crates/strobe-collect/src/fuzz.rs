@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use strobe_core::shm::config::{RuntimeConfig, COLLECTOR_ENV, CONFIG_ENV};
-use strobe_core::shm::segment::{Layout, Segment};
+use strobe_core::shm::segment::{Layout, Segment, SEALS};
 
 /// The layout of the segments [`capture_segments`] asks runtimes for:
 /// small enough to keep in the repository and to fuzz quickly.
@@ -103,6 +103,37 @@ pub fn run_segment(bytes: &[u8], dir: &Path, changes: Changes<'_>) -> io::Result
     Ok(outcome)
 }
 
+/// [`run_segment`] of `bytes` as they are, then (with `race_seed`) with
+/// another thread changing them under the collector; the message of the
+/// panic, if one happened (a bug: the collector must survive any bytes).
+pub fn survives(bytes: &[u8], dir: &Path, race_seed: Option<u64>) -> Result<(), String> {
+    let runs = [None, race_seed.map(|seed| (seed, 64usize << 10))];
+    for race in runs.into_iter().take(1 + usize::from(race_seed.is_some())) {
+        let result = std::panic::catch_unwind(|| {
+            let changes = match race {
+                Some((seed, span)) => Changes::Racing { seed, span },
+                None => Changes::None,
+            };
+            // The next case writes the same database name again.
+            if let Ok(Outcome {
+                database: Some(db), ..
+            }) = run_segment(bytes, dir, changes)
+            {
+                let _ = std::fs::remove_file(db);
+            }
+        });
+        if let Err(panic) = result {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            return Err(format!("racing {}: {message}", race.is_some()));
+        }
+    }
+    Ok(())
+}
+
 /// Writes pseudo-random bytes into the first `span` bytes of `view`
 /// until `stop`.
 fn race(view: &Mapping, span: usize, seed: u64, stop: &AtomicBool) {
@@ -174,9 +205,8 @@ fn sealed_memfd(bytes: &[u8]) -> io::Result<OwnedFd> {
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     let mut file = std::fs::File::from(fd.try_clone()?);
     std::io::Write::write_all(&mut file, bytes)?;
-    let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
     // SAFETY: sealing our own memfd.
-    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, SEALS) } != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(fd)

@@ -276,7 +276,7 @@ impl Process {
         self.sampled.extend(before.sampled.drain());
         self.kernel_cpu.extend(before.kernel_cpu.drain());
         for (t, b) in self.totals.iter_mut().zip(before.totals) {
-            *t += b;
+            *t = t.saturating_add(b);
         }
         self.notes.append(&mut before.notes);
         None
@@ -759,7 +759,7 @@ impl Process {
                 "{} threads ended before their first sample: {:.1} ms of CPU time not sampled \
                  (`--sampler kernel` samples from the first nanosecond)",
                 unsampled.len(),
-                unsampled.iter().sum::<u64>() as f64 / 1e6
+                unsampled.iter().fold(0u64, |a, &c| a.saturating_add(c)) as f64 / 1e6
             ));
         }
         let needs_file = !self.notes.is_empty();

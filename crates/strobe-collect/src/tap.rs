@@ -334,7 +334,8 @@ impl Tap {
             };
             // Short blocks (around fork, in critical sections) lose a
             // sample at most: only long ones are reported.
-            let blocked = slot.blocked_ns.load(Ordering::Relaxed) + open >= BLOCKED_REPORT_NS;
+            let blocked =
+                slot.blocked_ns.load(Ordering::Relaxed).saturating_add(open) >= BLOCKED_REPORT_NS;
             let (copied, last) = &mut self.event_clock[i as usize];
             let map = TscMap::between(*copied, now);
             batch.copy(&self.segment.event_ring(i), Source::Events, tid, |record| {

@@ -9,7 +9,7 @@
 //! the door, which is allowed.
 
 use std::path::{Path, PathBuf};
-use strobe_collect::fuzz::{mutate, pack, run_segment, unpack, Changes, Rng};
+use strobe_collect::fuzz::{mutate, pack, run_segment, survives, unpack, Changes, Rng};
 
 fn fuzz_dir(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -32,33 +32,6 @@ fn segments(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
             (p, bytes)
         })
         .collect()
-}
-
-/// Runs `bytes` through the collector without and with racing changes;
-/// the panic's message, if one happened.
-fn survives(bytes: &[u8], dir: &Path, race_seed: u64) -> Result<(), String> {
-    for racing in [false, true] {
-        let result = std::panic::catch_unwind(|| {
-            let changes = if racing {
-                Changes::Racing {
-                    seed: race_seed,
-                    span: 64 << 10,
-                }
-            } else {
-                Changes::None
-            };
-            let _ = run_segment(bytes, dir, changes);
-        });
-        if let Err(panic) = result {
-            let message = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            return Err(format!("racing {racing}: {message}"));
-        }
-    }
-    Ok(())
 }
 
 #[test]
@@ -97,7 +70,7 @@ fn the_corpus_and_every_input_found_are_survived() {
         .into_iter()
         .chain(segments(&fuzz_dir("found")))
     {
-        if let Err(message) = survives(&bytes, dir.path(), 1) {
+        if let Err(message) = survives(&bytes, dir.path(), Some(1)) {
             failures.push(format!("{}: {message}", path.display()));
         }
     }
@@ -123,7 +96,7 @@ fn a_bounded_fuzz_pass_finds_nothing() {
         let (path, base) = &corpus[rng.below(corpus.len())];
         let mut bytes = base.clone();
         mutate(&mut bytes, &mut rng);
-        if let Err(message) = survives(&bytes, dir.path(), rng.next_u64()) {
+        if let Err(message) = survives(&bytes, dir.path(), Some(rng.next_u64())) {
             // Kept to be added to fuzz/found/ with the fix.
             let saved = std::env::temp_dir().join(format!("segment-fuzz-{seed}-{case}.seg"));
             let _ = std::fs::write(&saved, pack(&bytes));

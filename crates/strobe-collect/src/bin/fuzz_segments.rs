@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use strobe_collect::fuzz::{capture_segments, mutate, pack, run_segment, unpack, Changes, Rng};
+use strobe_collect::fuzz::{capture_segments, mutate, pack, survives, unpack, Rng};
 
 /// A case running longer than this is a hang.
 const HANG: Duration = Duration::from_secs(10);
@@ -136,12 +136,8 @@ fn fuzz(corpus_dir: &Path, crashes: &Path, seconds: f64, seed: u64) -> i32 {
         return 2;
     }
     let last_panic = quiet_panics();
-    let work = match tempfile_dir() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("fuzz_segments: {e}");
-            return 2;
-        }
+    let Some(work) = work_dir() else {
+        return 2;
     };
     // The watchdog: a case that runs past HANG, or memory past the
     // bound, is saved and ends the run.
@@ -177,34 +173,18 @@ fn fuzz(corpus_dir: &Path, crashes: &Path, seconds: f64, seed: u64) -> i32 {
         let mut bytes = base.clone();
         mutate(&mut bytes, &mut rng);
         *case_bytes.lock().unwrap_or_else(|e| e.into_inner()) = bytes.clone();
-        let racing = rng.below(4) == 0;
-        let race_seed = rng.next_u64();
+        let race_seed = (rng.below(4) == 0).then(|| rng.next_u64());
         started_case.store(strobe_core::clock::now_ns(), Ordering::Relaxed);
-        let result = std::panic::catch_unwind(|| {
-            let changes = if racing {
-                Changes::Racing {
-                    seed: race_seed,
-                    span: 64 << 10,
-                }
-            } else {
-                Changes::None
-            };
-            run_segment(&bytes, work.path(), changes).map(|o| {
-                if let Some(db) = o.database {
-                    let _ = std::fs::remove_file(db);
-                }
-            })
-        });
+        let result = survives(&bytes, work.path(), race_seed);
         started_case.store(0, Ordering::Relaxed);
         cases += 1;
-        if result.is_err() {
+        if let Err(message) = result {
             found += 1;
             let path = crashes.join(format!("panic-{:016x}.seg", hash(&bytes)));
             let _ = std::fs::write(&path, pack(&bytes));
-            let message = last_panic.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let location = last_panic.lock().unwrap_or_else(|e| e.into_inner()).clone();
             eprintln!(
-                "fuzz_segments: panic{}: saved {}\n  {message}",
-                if racing { " (racing)" } else { "" },
+                "fuzz_segments: panic ({message}): saved {}\n  {location}",
                 path.display()
             );
         }
@@ -220,12 +200,8 @@ fn fuzz(corpus_dir: &Path, crashes: &Path, seconds: f64, seed: u64) -> i32 {
 
 fn replay(files: &[OsString]) -> i32 {
     let last_panic = quiet_panics();
-    let work = match tempfile_dir() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("fuzz_segments: {e}");
-            return 2;
-        }
+    let Some(work) = work_dir() else {
+        return 2;
     };
     let mut failed = 0;
     for f in files {
@@ -237,40 +213,29 @@ fn replay(files: &[OsString]) -> i32 {
             failed += 1;
             continue;
         };
-        for racing in [false, true] {
-            let result = std::panic::catch_unwind(|| {
-                let changes = if racing {
-                    Changes::Racing {
-                        seed: 1,
-                        span: 64 << 10,
-                    }
-                } else {
-                    Changes::None
-                };
-                run_segment(&bytes, work.path(), changes)
-                    .map(|o| (o.database.is_some(), o.notes.len()))
-            });
-            match result {
-                Ok(r) => println!("{} (racing {racing}): {r:?}", Path::new(f).display()),
-                Err(_) => {
-                    failed += 1;
-                    let message = last_panic.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                    println!(
-                        "{} (racing {racing}): PANIC {message}",
-                        Path::new(f).display()
-                    );
-                }
+        match survives(&bytes, work.path(), Some(1)) {
+            Ok(()) => println!("{}: survived", Path::new(f).display()),
+            Err(message) => {
+                failed += 1;
+                let location = last_panic.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                println!("{}: PANIC {message}\n  {location}", Path::new(f).display());
             }
         }
     }
     i32::from(failed > 0)
 }
 
-/// A temporary directory for the databases the cases write.
-fn tempfile_dir() -> std::io::Result<TempDir> {
+/// A temporary directory for the databases the cases write (`None`,
+/// said, when it cannot be made).
+fn work_dir() -> Option<TempDir> {
     let path = std::env::temp_dir().join(format!("fuzz-segments-{}", std::process::id()));
-    std::fs::create_dir_all(&path)?;
-    Ok(TempDir(path))
+    match std::fs::create_dir_all(&path) {
+        Ok(()) => Some(TempDir(path)),
+        Err(e) => {
+            eprintln!("fuzz_segments: cannot create {}: {e}", path.display());
+            None
+        }
+    }
 }
 
 struct TempDir(PathBuf);

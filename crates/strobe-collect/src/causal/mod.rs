@@ -277,7 +277,7 @@ impl Controller {
                 "causal profiling: no code of process {pid} is in scope ({why}); check the causal_*_scope settings and that the program has symbols"
             ));
         } else if !self.code.is_empty() && self.ended == 0 && lived >= NOTE_AFTER_NS {
-            let seen: u64 = self.counts.values().sum();
+            let seen = self.counts.values().fold(0u64, |a, &c| a.saturating_add(c));
             self.notes.push(format!(
                 "causal profiling: no experiment ran in process {pid}: {seen} samples fell in scope ({}); run longer, or widen causal_binary_scope (libraries: e.g. '.') or the other scopes",
                 self.code.modules.join(", ")

@@ -197,7 +197,7 @@ impl ShmRing {
                     result = Err(Corrupt);
                     break;
                 }
-                tail += skip;
+                tail = tail.wrapping_add(skip);
                 continue;
             }
             let len = word as usize;
@@ -209,7 +209,8 @@ impl ShmRing {
             let payload = unsafe { std::slice::from_raw_parts(self.data.add(pos + WORD), len) };
             f(payload);
             records += 1;
-            tail += align8(WORD + len) as u64;
+            // Free-running indices: they wrap (the producer's may be anything).
+            tail = tail.wrapping_add(align8(WORD + len) as u64);
         }
         if result.is_err() {
             tail = head;

@@ -218,7 +218,7 @@ unsafe impl Send for Segment {}
 unsafe impl Sync for Segment {}
 
 /// The seals of every segment: its size can never change again.
-const SEALS: libc::c_int = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+pub const SEALS: libc::c_int = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
 
 fn map(fd: i32, len: usize) -> io::Result<*mut u8> {
     // SAFETY: mapping `len` bytes of a descriptor we hold; no address hint.
