@@ -119,18 +119,12 @@ impl Unprofiled {
                     .map_or(String::new(), |e| format!(" ({e})"))
             ));
         }
-        let pids: Vec<String> = self.pids.iter().map(i32::to_string).collect();
-        let more = if total > self.pids.len() as u64 {
-            ", …"
-        } else {
-            ""
-        };
         format!(
-            "{} of {} ({} {}{more}) {what}: {}",
+            "{} of {} ({} {}) {what}: {}",
             count_of(total, "process", "processes"),
             String::from_utf8_lossy(image),
             if total == 1 { "pid" } else { "pids" },
-            pids.join(", "),
+            listed(&self.pids, total),
             outcome.join("; ")
         )
     }
@@ -143,21 +137,33 @@ fn threads_noted(tap: &Tap) -> Vec<String> {
         .iter()
         .map(|((why, outcome), tids)| match tids[..] {
             [tid] => format!("thread {tid} {why}: {outcome}"),
-            _ => {
-                let named: Vec<String> = tids.iter().take(8).map(i32::to_string).collect();
-                let more = if tids.len() > 8 { ", …" } else { "" };
-                format!(
-                    "{} threads ({}{more}) {why}: {outcome}",
-                    tids.len(),
-                    named.join(", ")
-                )
-            }
+            _ => format!(
+                "{} threads ({}) {why}: {outcome}",
+                tids.len(),
+                listed(&tids[..tids.len().min(PIDS_NAMED)], tids.len() as u64)
+            ),
         })
         .collect()
 }
 
-/// Processes named by pid in a group's line.
+/// Processes (threads) named by pid (tid) in a group's line.
 const PIDS_NAMED: usize = 5;
+
+/// Groups of processes without the runtime named by their image; the
+/// images come from the program's records, so past these, one group for
+/// all others.
+const IMAGES_NAMED: usize = 64;
+
+/// "12, 13, 14" of `total` ids, with "…" when some are not named.
+fn listed(named: &[i32], total: u64) -> String {
+    let ids: Vec<String> = named.iter().map(i32::to_string).collect();
+    let more = if total > named.len() as u64 {
+        ", …"
+    } else {
+        ""
+    };
+    format!("{}{more}", ids.join(", "))
+}
 
 /// "1 process", "47 processes".
 fn count_of(n: u64, one: &str, many: &str) -> String {
@@ -251,8 +257,17 @@ impl Taps<'_> {
     /// what they start) from now on, if it can. Counted in its image's
     /// group for the run summary.
     fn sample_without_runtime(&mut self, process: WithoutRuntime) {
-        let WithoutRuntime { pid, reason, image } = process;
+        let WithoutRuntime {
+            pid,
+            reason,
+            mut image,
+        } = process;
         let kernel = self.shared.options.kernel_threads;
+        if self.without_runtime.len() >= IMAGES_NAMED
+            && !self.without_runtime.contains_key(&(image.clone(), reason))
+        {
+            image = b"other images".to_vec();
+        }
         let group = self.without_runtime.entry((image, reason)).or_default();
         if group.pids.len() < PIDS_NAMED {
             group.pids.push(pid);

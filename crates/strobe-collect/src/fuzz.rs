@@ -36,7 +36,7 @@ pub const CORPUS_LAYOUT: Layout = Layout {
 pub struct Outcome {
     /// The database it wrote, if the segment recorded anything.
     pub database: Option<PathBuf>,
-    /// The notes it gave (corrupt rings among them).
+    /// The notes it gave (damaged rings among them).
     pub notes: Vec<String>,
 }
 

@@ -13,7 +13,7 @@
 use crate::profile::{Module, Profile};
 use crate::tap::{sample_counters, Batch, Source};
 use crate::Options;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -94,6 +94,9 @@ pub fn describe(segment: &Segment) -> Described {
     d
 }
 
+/// Threads whose damaged rings are named one by one.
+const CORRUPT_THREADS_NAMED: usize = 16;
+
 /// The timer expirations of one thread's samples. A CPU-time timer the
 /// kernel checks late (when the thread is not running at its ticks: more
 /// threads than cores) fires once for several periods, at wherever the
@@ -153,6 +156,8 @@ pub struct Process {
     xpti_missing: Option<(String, String)>,
     thread_starts: HashMap<i32, u64>,
     notes: Vec<String>,
+    /// Damaged rings: (thread, event ring?) → times found damaged.
+    corrupt: BTreeMap<(i32, bool), u64>,
     /// Pages of code in no announced module already looked up in
     /// `/proc/PID/maps` (each is looked up once).
     looked_up: std::collections::HashSet<u64>,
@@ -245,6 +250,7 @@ impl Process {
             xpti_missing: None,
             thread_starts: HashMap::new(),
             notes: Vec::new(),
+            corrupt: BTreeMap::new(),
             looked_up: std::collections::HashSet::new(),
             maps_read_ns: 0,
             ended_cpu: HashMap::new(),
@@ -390,7 +396,16 @@ impl Process {
             *t = t.saturating_add(r);
         }
         self.notes.extend(batch.notes);
-        self.notes.extend(batch.corrupt);
+        for (tid, source) in batch.corrupt {
+            // Thread ids come from the segment: past a few, one count for
+            // all (the map stays small whatever the program writes).
+            let mut key = (tid, source == Source::Events);
+            if self.corrupt.len() >= CORRUPT_THREADS_NAMED && !self.corrupt.contains_key(&key) {
+                key.0 = -1;
+            }
+            let count = self.corrupt.entry(key).or_default();
+            *count = count.saturating_add(1);
+        }
         let now = now_ns();
         if now - self.last_commit >= options.flush_interval.as_nanos() as u64 {
             self.last_commit = now;
@@ -740,6 +755,18 @@ impl Process {
         }
         for w in self.described.warnings.clone() {
             self.notes.push(w);
+        }
+        for (&(tid, events), &times) in &self.corrupt {
+            let thread = if tid == -1 {
+                "other threads".to_string()
+            } else {
+                format!("thread {tid}")
+            };
+            let ring = if events { "event" } else { "sample" };
+            self.notes.push(format!(
+                "{thread}: its {ring} ring was found damaged {times} time(s); what it held then \
+                 was skipped, the rest of the run kept"
+            ));
         }
         let xpti_note = self.xpti_note(options);
         self.notes.extend(xpti_note.clone());

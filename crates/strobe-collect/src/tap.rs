@@ -50,8 +50,9 @@ pub struct Batch {
     pub retired: [u64; 6],
     /// Messages for the run summary.
     pub notes: Vec<String>,
-    /// Rings that held a corrupt record (skipped).
-    pub corrupt: Vec<String>,
+    /// Rings that held a corrupt record (the rest of what they held was
+    /// skipped): the thread and the kind of ring.
+    pub corrupt: Vec<(i32, Source)>,
     /// Process-level values read from `/proc` (`process_sampling_freq`).
     pub process_points: Vec<crate::procstat::Point>,
     /// Causal experiments that ended.
@@ -100,13 +101,7 @@ impl Batch {
             self.records.push((source, tid, start..self.bytes.len()));
         });
         if drained.is_err() {
-            self.corrupt.push(format!(
-                "thread {tid}: a corrupt {} record was skipped",
-                match source {
-                    Source::Events => "event",
-                    Source::Samples | Source::Kernel => "sample",
-                }
-            ));
+            self.corrupt.push((tid, source));
         }
     }
 }

@@ -50,7 +50,7 @@ fn real_segments_decode_into_databases() {
         // A program may end before recording anything (no database).
         databases += usize::from(outcome.database.is_some());
         assert!(
-            !outcome.notes.iter().any(|n| n.contains("corrupt")),
+            !outcome.notes.iter().any(|n| n.contains("damaged")),
             "{}: {outcome:?}",
             path.display()
         );
@@ -108,4 +108,40 @@ fn a_bounded_fuzz_pass_finds_nothing() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn a_ring_damaged_again_and_again_is_named_once_and_the_rest_kept() {
+    // Where slot 0's sample-ring head lies in a corpus segment.
+    let (probe, _fd) =
+        strobe_core::shm::segment::Segment::create(strobe_collect::fuzz::CORPUS_LAYOUT, 1, 1, 0)
+            .unwrap();
+    let base = probe.header() as *const _ as usize;
+    let head = &probe.slot(0).sample_head.0 as *const _ as usize - base;
+    let tail = &probe.slot(0).sample_tail.0 as *const _ as usize - base;
+    let corpus = segments(&fuzz_dir("corpus"));
+    let (path, bytes) = corpus
+        .iter()
+        .find(|(p, _)| p.to_string_lossy().contains("hotspots"))
+        .expect("hotspots in the corpus");
+    let dir = tempfile::tempdir().unwrap();
+    // After every copy the program writes an impossible head again: far
+    // beyond where the collector left the tail.
+    let mut damage = |b: &mut [u8]| {
+        let at = u64::from_le_bytes(b[tail..tail + 8].try_into().unwrap());
+        b[head..head + 8].copy_from_slice(&at.wrapping_add(1 << 40).to_le_bytes());
+    };
+    let outcome = run_segment(bytes, dir.path(), Changes::Between(&mut damage)).unwrap();
+    let damaged: Vec<&String> = outcome
+        .notes
+        .iter()
+        .filter(|n| n.contains("damaged"))
+        .collect();
+    assert_eq!(damaged.len(), 1, "{}: {outcome:?}", path.display());
+    assert!(
+        damaged[0].contains("sample ring was found damaged 2 time(s)"),
+        "{damaged:?}"
+    );
+    // What came before the damage is kept.
+    assert!(outcome.database.is_some(), "{outcome:?}");
 }
