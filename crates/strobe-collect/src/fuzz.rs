@@ -314,6 +314,20 @@ fn descends_from(pid: i32, root: i32) -> bool {
     false
 }
 
+/// The packed segments (`*.seg`, [`pack`]) in `dir`, in name order, with
+/// their files; files that do not unpack are left out.
+pub fn corpus(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.retain(|p| p.extension().is_some_and(|x| x == "seg"));
+    files.sort();
+    files
+        .into_iter()
+        .filter_map(|p| Some((p.clone(), unpack(&std::fs::read(&p).ok()?)?)))
+        .collect()
+}
+
 /// The first bytes of a packed segment file ([`pack`]).
 const PACK_MAGIC: &[u8; 8] = b"STRBSEG1";
 const PAGE: usize = 4096;

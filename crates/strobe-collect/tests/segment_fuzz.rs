@@ -9,7 +9,7 @@
 //! the door, which is allowed.
 
 use std::path::{Path, PathBuf};
-use strobe_collect::fuzz::{mutate, pack, run_segment, survives, unpack, Changes, Rng};
+use strobe_collect::fuzz::{corpus, mutate, pack, run_segment, survives, Changes, Rng};
 
 fn fuzz_dir(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -17,21 +17,23 @@ fn fuzz_dir(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// The packed segments in `dir`, in name order.
+/// The packed segments in `dir`; every `.seg` file there must unpack.
 fn segments(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| rd.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
-    files.sort();
-    files
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
-        .map(|p| {
-            let bytes = unpack(&std::fs::read(&p).unwrap())
-                .unwrap_or_else(|| panic!("{} is not a packed segment", p.display()));
-            (p, bytes)
+    let found = corpus(dir);
+    let files = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "seg"))
+                .count()
         })
-        .collect()
+        .unwrap_or(0);
+    assert_eq!(
+        found.len(),
+        files,
+        "a file in {} does not unpack",
+        dir.display()
+    );
+    found
 }
 
 #[test]

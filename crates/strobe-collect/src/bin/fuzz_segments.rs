@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use strobe_collect::fuzz::{capture_segments, mutate, pack, survives, unpack, Rng};
+use strobe_collect::fuzz::{capture_segments, corpus, mutate, pack, survives, unpack, Rng};
 
 /// A case running longer than this is a hang.
 const HANG: Duration = Duration::from_secs(10);
@@ -83,18 +83,6 @@ fn main() {
         _ => usage(),
     };
     std::process::exit(code)
-}
-
-/// The packed segments of `dir`.
-fn corpus(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| rd.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
-    files.sort();
-    files
-        .into_iter()
-        .filter_map(|p| Some((p.clone(), unpack(&std::fs::read(&p).ok()?)?)))
-        .collect()
 }
 
 /// This process's CPU time in seconds.
