@@ -193,6 +193,20 @@ impl ThreadSampler {
         }
     }
 
+    /// Whether the handler runs on the thread's own stack (its known
+    /// bounds hold the handler's frame): then no alternate stack is in
+    /// use and [`too_little_alternate_stack`]'s system call is spared.
+    /// **Signal handler.**
+    fn runs_on_thread_stack(&self) -> bool {
+        let marker = 0u8;
+        let frame = std::hint::black_box(&marker) as *const u8 as u64;
+        let (lo, hi) = (
+            self.stack_lo.load(Ordering::Relaxed),
+            self.stack_hi.load(Ordering::Relaxed),
+        );
+        lo < hi && (lo..hi).contains(&frame)
+    }
+
     /// Counts a sample not taken for lack of room on an alternate signal
     /// stack. **Signal handler.**
     fn count_lost_altstack(&self) {
@@ -471,7 +485,11 @@ extern "C" fn on_signal(signal: libc::c_int, info: *mut libc::siginfo_t, ctx: *m
         None
     };
     match ours {
-        Some((sampler, _, _)) if too_little_alternate_stack() => sampler.count_lost_altstack(),
+        Some((sampler, _, _))
+            if !sampler.runs_on_thread_stack() && too_little_alternate_stack() =>
+        {
+            sampler.count_lost_altstack()
+        }
         // SAFETY: we are in the handler on the thread the timer targets
         // (take_sample checks the tid itself).
         Some((sampler, clock, overruns)) => unsafe { sampler.take_sample(ctx, clock, overruns) },
