@@ -6,10 +6,11 @@
 //! is not from strobe's timers as the program asked
 //! (`strobe_sampler::signals`). Every other signal passes straight
 //! through, except that a handler the program installs for one of them
-//! runs with the sampling signals blocked (`program_sigaction`). Interposes `sigprocmask` and `pthread_sigmask` only to watch:
-//! a thread that blocks a sampling signal is not sampled while it does,
-//! and its slot says so for the collector to report. Never runs in a
-//! signal handler except [`consume_pending_sampling_signals`]'s callers.
+//! runs with the sampling signals blocked (`program_sigaction`).
+//! Interposes `sigprocmask` and `pthread_sigmask` only to watch: a thread
+//! that blocks a sampling signal is not sampled while it does, and its
+//! slot says so for the collector to report. Never runs in a signal
+//! handler except [`consume_pending_sampling_signals`]'s callers.
 
 use crate::interpose::{real, RealFn};
 use crate::state::Runtime;
