@@ -463,7 +463,7 @@ fn children_started_with_a_cleared_environment_are_sampled_by_the_kernel_and_nam
     let dir = tempfile::tempdir().unwrap();
     let spin = build_program(dir.path(), "spin");
     let script = format!(
-        "for i in 1 2 3 4 5 6; do env -i {} 0.15; done; echo done",
+        "for i in 1 2 3 4 5 6; do env -i {} 0.3; done; echo done",
         spin.display()
     );
     let out = run_bounded(
