@@ -4,7 +4,7 @@ way a runtime does, but is not what the collector may trust.
     connect_to_collector.py outsider LAUNCHER_PID HOLD_S [forge]
         Drops to user nobody (when root), finds the collector's abstract
         socket of `strobe sample` with pid LAUNCHER_PID in /proc/net/unix,
-        connects, prints "connected", optionally sends a runtime-shaped
+        connects, prints "connected PID" (its own pid), optionally sends a runtime-shaped
         handover (a memfd and its own pidfd) and holds the connection for
         HOLD_S seconds.
     connect_to_collector.py member
@@ -51,7 +51,7 @@ def outsider(launcher, hold, forge):
         return 1
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     sock.connect("\0" + name)
-    print("connected", flush=True)
+    print("connected", os.getpid(), flush=True)
     if forge:
         handover(sock, segment(), os.pidfd_open(os.getpid()))
     time.sleep(hold)

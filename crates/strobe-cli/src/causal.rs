@@ -19,7 +19,6 @@ use clap::{Args, Subcommand};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use strobe_collect::causal::{CausalOptions, Mode, Scope};
-use strobe_core::escape::lines_for_terminal;
 use strobe_core::settings::{Key, Settings};
 
 /// Options of `strobe causal`.
@@ -273,10 +272,7 @@ pub fn run(args: &CausalArgs, config: Option<&Path>) -> Result<i32> {
     };
     if !args.quiet {
         for db in &databases {
-            eprintln!(
-                "{}",
-                lines_for_terminal(&format!("strobe: wrote {}", db.display()))
-            );
+            say!("strobe: wrote {}", db.display());
         }
     }
     if args.quiet {
@@ -292,7 +288,7 @@ pub fn run(args: &CausalArgs, config: Option<&Path>) -> Result<i32> {
         no_files: false,
     };
     if let Err(e) = crate::causal_report::run_to(&report, &mut std::io::stderr().lock()) {
-        eprintln!("{}", lines_for_terminal(&format!("strobe: error: {e:#}")));
+        say!("strobe: error: {e:#}");
         if exit_code == 0 {
             return Ok(1);
         }

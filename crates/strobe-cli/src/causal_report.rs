@@ -10,7 +10,6 @@
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use strobe_core::escape::lines_for_terminal;
 
 use anyhow::{bail, Context};
 use clap::Args;
@@ -147,10 +146,7 @@ pub fn run_to(args: &ReportArgs, out: &mut dyn std::io::Write) -> anyhow::Result
     if let Some(path) = svg {
         let text = svg_curves(&analysis.curves[..analysis.curves.len().min(SVG_CURVES)]);
         write_file(&path, text.as_bytes())?;
-        eprintln!(
-            "{}",
-            lines_for_terminal(&format!("strobe: wrote {}", path.display()))
-        );
+        say!("strobe: wrote {}", path.display());
     }
     if let Some(path) = coz {
         let mut text = Vec::new();

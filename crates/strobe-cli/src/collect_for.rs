@@ -18,7 +18,6 @@ use clap::Args;
 use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
-use strobe_core::escape::lines_for_terminal;
 
 /// Options of `strobe collect-for`.
 #[derive(Debug, Args)]
@@ -78,18 +77,9 @@ pub fn run(args: &CollectForArgs, config: Option<&Path>) -> Result<i32> {
     let databases = finish_collecting(collector);
     for db in databases.iter().filter(|p| p.is_file()) {
         if let Err(e) = crate::symbolize::symbolize_database(db, false) {
-            eprintln!(
-                "{}",
-                lines_for_terminal(&format!(
-                    "strobe: warning: cannot symbolize {}: {e:#}",
-                    db.display()
-                ))
-            );
+            say!("strobe: warning: cannot symbolize {}: {e:#}", db.display());
         }
-        eprintln!(
-            "{}",
-            lines_for_terminal(&format!("strobe: wrote {}", db.display()))
-        );
+        say!("strobe: wrote {}", db.display());
     }
     Ok(0)
 }

@@ -3,6 +3,16 @@
 //! [`run_cli`]. A thin layer over the libraries: each subcommand lives in
 //! its own module and only parses, calls and prints.
 
+/// `eprintln!` for text that may hold what a profiled program chose
+/// (names, paths, messages): its control characters are escaped
+/// (`strobe_core::escape::for_terminal`), so nothing reaches the terminal
+/// raw.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        eprintln!("{}", strobe_core::escape::for_terminal(&format!($($arg)*)))
+    };
+}
+
 mod avail;
 mod avail_counters;
 mod causal;
@@ -31,7 +41,6 @@ mod xpti_env;
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::PathBuf;
-use strobe_core::escape::for_terminal;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -168,7 +177,7 @@ where
         Ok(code) => code.clamp(0, 255) as u8,
         Err(e) => {
             for line in format!("{e:#}").lines() {
-                eprintln!("strobe: error: {}", for_terminal(line));
+                say!("strobe: error: {line}");
             }
             // 2 for invalid settings (like clap's usage errors), 1 otherwise.
             if e.is::<setting_flags::InvalidSettings>() {

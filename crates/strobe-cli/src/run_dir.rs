@@ -21,7 +21,7 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
-use strobe_core::escape::lines_for_terminal;
+use strobe_core::escape::for_terminal;
 
 use anyhow::{bail, Context};
 
@@ -72,7 +72,7 @@ pub(crate) fn create_at(
         match std::fs::create_dir(&run) {
             Ok(()) => {
                 if let Err(e) = point_latest(output_dir, &name) {
-                    eprintln!("{}", lines_for_terminal(&format!("strobe: warning: {e:#}")));
+                    eprintln!("strobe: warning: {}", for_terminal(&format!("{e:#}")));
                 }
                 return Ok(run);
             }
@@ -135,7 +135,7 @@ pub(crate) fn join_job(
     }
     if points_latest {
         if let Err(e) = point_latest(output_dir, &name) {
-            eprintln!("{}", lines_for_terminal(&format!("strobe: warning: {e:#}")));
+            eprintln!("strobe: warning: {}", for_terminal(&format!("{e:#}")));
         }
     }
     Ok(run)

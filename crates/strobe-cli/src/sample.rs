@@ -17,7 +17,6 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use strobe_core::escape::{for_terminal, lines_for_terminal};
 use strobe_core::settings::{Key, Settings};
 use strobe_core::shm::config::{RuntimeConfig, COLLECTOR_ENV, CONFIG_ENV};
 use strobe_core::shm::segment::{exec_reason, Layout};
@@ -138,13 +137,7 @@ pub fn run_sample(args: &SampleArgs, config: Option<&Path>) -> Result<i32> {
     if !args.no_symbols {
         for db in &databases {
             if let Err(e) = crate::symbolize::symbolize_database(db, args.lines) {
-                eprintln!(
-                    "{}",
-                    lines_for_terminal(&format!(
-                        "strobe: warning: cannot symbolize {}: {e:#}",
-                        db.display()
-                    ))
-                );
+                say!("strobe: warning: cannot symbolize {}: {e:#}", db.display());
             } else if session.python_perf {
                 crate::symbolize::remove_perf_map(db);
             }
@@ -155,10 +148,7 @@ pub fn run_sample(args: &SampleArgs, config: Option<&Path>) -> Result<i32> {
     }
     if !args.quiet {
         for db in &databases {
-            eprintln!(
-                "{}",
-                lines_for_terminal(&format!("strobe: wrote {}", db.display()))
-            );
+            say!("strobe: wrote {}", db.display());
         }
     }
     if databases.is_empty() {
@@ -189,10 +179,7 @@ pub fn run_sample(args: &SampleArgs, config: Option<&Path>) -> Result<i32> {
             diff: None,
         };
         if let Err(e) = crate::convert::run(convert) {
-            eprintln!(
-                "{}",
-                lines_for_terminal(&format!("strobe: error: converting the run: {e:#}"))
-            );
+            say!("strobe: error: converting the run: {e:#}");
             if session.exit_code == 0 {
                 return Ok(1);
             }
@@ -219,10 +206,7 @@ fn report(args: &SampleArgs, databases: &[PathBuf]) {
     let mut text = Vec::new();
     match crate::summary::render(&summary, &mut text) {
         Ok(()) => eprint!("{}", String::from_utf8_lossy(&text)),
-        Err(e) => eprintln!(
-            "{}",
-            lines_for_terminal(&format!("strobe: warning: cannot summarize the run: {e:#}"))
-        ),
+        Err(e) => say!("strobe: warning: cannot summarize the run: {e:#}"),
     }
     let totals = sampler_totals(databases);
     eprintln!(
@@ -377,7 +361,7 @@ fn attach(args: &SampleArgs, settings: &Settings, pid: i32) -> Result<Session> {
     note_system_calls(&mut notes);
     notes.extend(events.off_cpu_refused.clone());
     for note in &notes {
-        eprintln!("strobe: {}", for_terminal(note));
+        say!("strobe: {note}");
     }
     // Nothing is preloaded into an attached process: no counters.
     let options = collector_options(
@@ -683,7 +667,7 @@ pub fn run_program(
             "not profiled"
         };
         notes.push(format!(
-            "{}: {what}: {}",
+            "{} {}: {what}",
             command[0].to_string_lossy(),
             exec_reason::describe(reason)
         ));
@@ -696,11 +680,11 @@ pub fn run_program(
     let report = wait_for_collector(collector);
     notes.extend(report.notes);
     for note in &notes {
-        eprintln!("strobe: {}", for_terminal(note));
+        say!("strobe: {note}");
     }
     let exit_code = match outcome {
         Outcome::NotStarted(code, message) => {
-            eprintln!("strobe: error: {}", for_terminal(&message));
+            say!("strobe: error: {message}");
             code
         }
         Outcome::Finished(status) => {
@@ -759,7 +743,7 @@ pub fn finish_collecting(collector: strobe_collect::Collector) -> Vec<PathBuf> {
     collector.program_done();
     let report = wait_for_collector(collector);
     for note in &report.notes {
-        eprintln!("strobe: {}", for_terminal(note));
+        say!("strobe: {note}");
     }
     let mut databases = report.databases;
     databases.sort();

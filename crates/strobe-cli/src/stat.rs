@@ -14,7 +14,6 @@ use clap::Args;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use strobe_core::escape::lines_for_terminal;
 use strobe_metrics::catalog::{self, CounterSpec};
 use strobe_metrics::counting::{Counters, OpenOptions, Reading, Target};
 use strobe_metrics::defs::{MetricSet, Plan};
@@ -407,7 +406,7 @@ pub fn run(args: &StatArgs) -> Result<i32> {
         None => match run_once(args, &mut wanted, false, &mut interval)? {
             Ok(run) => (run, 1),
             Err(NotStarted(code, message)) => {
-                eprintln!("{}", lines_for_terminal(&format!("strobe: {message}")));
+                say!("strobe: {message}");
                 return Ok(code);
             }
         },
@@ -416,7 +415,7 @@ pub fn run(args: &StatArgs) -> Result<i32> {
             match run {
                 Ok(run) => (run, runs),
                 Err(NotStarted(code, message)) => {
-                    eprintln!("{}", lines_for_terminal(&format!("strobe: {message}")));
+                    say!("strobe: {message}");
                     return Ok(code);
                 }
             }

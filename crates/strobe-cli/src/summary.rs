@@ -7,7 +7,6 @@
 //! Instances, Avg, Med, Min, Max, StdDev, Name, sorted by total time.
 
 use std::io::Write;
-use strobe_core::escape::lines_for_terminal;
 
 use clap::{Args, ValueEnum};
 use strobe_db::summary::{CounterSumRow, FunctionRow, StatRow, ThreadRow};
@@ -294,12 +293,7 @@ impl CounterColumns {
                     Some((plan, slots))
                 }
                 Err(e) => {
-                    eprintln!(
-                        "{}",
-                        lines_for_terminal(&format!(
-                            "strobe: warning: the metrics stored in the profile: {e:#}"
-                        ))
-                    );
+                    say!("strobe: warning: the metrics stored in the profile: {e:#}");
                     None
                 }
             }

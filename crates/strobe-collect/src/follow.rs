@@ -9,7 +9,7 @@
 
 use crate::tap::{Batch, Found, Tap, WithoutRuntime};
 use crate::writer::{write, ToWriter};
-use crate::{listen, lock, KernelEvents, Shared, QUEUE_LIMIT};
+use crate::{ancestry, listen, lock, KernelEvents, Shared, QUEUE_LIMIT};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
@@ -24,26 +24,10 @@ const BUSY_NS: u64 = 20_000_000;
 const BUSY_POLL: Duration = Duration::from_micros(100);
 const BURST_BYTES: usize = 16 << 10;
 
-/// Most ancestors looked at to find whether a process belongs to the run.
-const ANCESTRY: usize = 4096;
-
 /// Whether thread `tid` of process `pid` still exists.
 fn thread_alive(pid: i32, tid: i32) -> bool {
     // SAFETY: tgkill with signal 0 only checks that the thread exists.
     unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, 0) == 0 }
-}
-
-/// Whether process `pid` ended (a zombie, or gone).
-fn process_ended(pid: i32) -> bool {
-    let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
-        return true;
-    };
-    // The state follows the command, after its last ')'.
-    let state = stat
-        .iter()
-        .rposition(|&b| b == b')')
-        .and_then(|close| stat.get(close + 2));
-    matches!(state, None | Some(b'Z') | Some(b'X'))
 }
 
 /// The collector thread's side of one run: the followed images and the
@@ -86,14 +70,6 @@ impl Unprofiled {
     /// The run summary's line for `count` processes of `image`.
     fn note(&self, image: &[u8], reason: u32) -> String {
         let total = self.sampled + self.gone + self.refused;
-        let what = match reason {
-            exec_reason::STATIC => "ran a static image (nothing can be preloaded into it)",
-            exec_reason::SETUID => "ran a setuid/setgid image (the loader ignores LD_PRELOAD)",
-            exec_reason::ENVIRONMENT => {
-                "started with a cleared environment (strobe's runtime was not passed on)"
-            }
-            _ => "ran without strobe's runtime",
-        };
         let mut outcome = Vec::new();
         if self.sampled > 0 {
             outcome.push(format!(
@@ -120,11 +96,12 @@ impl Unprofiled {
             ));
         }
         format!(
-            "{} of {} ({} {}) {what}: {}",
+            "{} of {} ({} {}) {}: {}",
             count_of(total, "process", "processes"),
             String::from_utf8_lossy(image),
             if total == 1 { "pid" } else { "pids" },
             listed(&self.pids, total),
+            exec_reason::describe(reason),
             outcome.join("; ")
         )
     }
@@ -206,7 +183,7 @@ impl Taps<'_> {
             .into_iter()
             .map(|tid| (tid, blocked))
             .chain(found.unslotted.into_iter().map(|tid| (tid, unslotted)));
-        for (tid, why) in threads.collect::<Vec<_>>() {
+        for (tid, why) in threads {
             if let Some(outcome) = self.sample_thread_by_kernel(pid, tid) {
                 let tids = self.taps[i]
                     .threads_noted
@@ -277,7 +254,7 @@ impl Taps<'_> {
             group.why_refused = Some("kernel sampling is off: `--sampler auto` turns it on".into());
             return;
         };
-        if process_ended(pid) {
+        if ancestry::ended(pid) {
             group.gone += 1;
             return;
         }
@@ -296,7 +273,7 @@ impl Taps<'_> {
                 self.thread_events.push((pid, pid, events));
                 let _ = self.to_writer.send(ToWriter::KernelProcess { pid });
             }
-            Err(_) if process_ended(pid) => group.gone += 1,
+            Err(_) if ancestry::ended(pid) => group.gone += 1,
             Err(e) => {
                 group.refused += 1;
                 group
@@ -361,24 +338,14 @@ impl Taps<'_> {
     }
 
     /// Whether `pid` belongs to the run: the run's root, a process
-    /// followed or announced, or a descendant of one of them (ancestors
-    /// read from `/proc`, at most [`ANCESTRY`] of them).
+    /// followed or announced, or a descendant of one of them.
     fn is_member(&self, pid: i32) -> bool {
         let root = self.shared.options.run_root;
-        let mut p = pid;
-        for _ in 0..ANCESTRY {
-            if p == root
+        ancestry::descends(pid, |p| {
+            p == root
                 || self.expected.pending.contains_key(&p)
                 || self.taps.iter().any(|t| t.pid == p && !t.exited)
-            {
-                return true;
-            }
-            match listen::parent_of(p) {
-                Some(parent) if parent > 0 && parent != p => p = parent,
-                _ => return false,
-            }
-        }
-        false
+        })
     }
 
     fn start(&mut self, h: listen::Handover) {

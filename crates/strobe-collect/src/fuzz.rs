@@ -15,13 +15,13 @@ use crate::tap::{Batch, Found, Tap};
 use crate::{Options, RunDir, Timing};
 use std::ffi::OsString;
 use std::io::{self, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use strobe_core::shm::config::{RuntimeConfig, COLLECTOR_ENV, CONFIG_ENV};
-use strobe_core::shm::segment::{Layout, Segment, SEALS};
+use strobe_core::shm::segment::{sealed_memfd, Layout, Segment};
 
 /// The layout of the segments [`capture_segments`] asks runtimes for:
 /// small enough to keep in the repository and to fuzz quickly.
@@ -48,10 +48,14 @@ pub enum Changes<'a> {
     /// three times).
     Between(&'a mut dyn FnMut(&mut [u8])),
     /// Another thread writes pseudo-random bytes (from this seed) at
-    /// pseudo-random places of the first `span` bytes while the collector
-    /// copies and decodes.
-    Racing { seed: u64, span: usize },
+    /// pseudo-random places of the first [`RACE_SPAN`] bytes while the
+    /// collector copies and decodes.
+    Racing { seed: u64 },
 }
+
+/// Where [`Changes::Racing`] writes: the header and the slot table (ring
+/// indices, counters, states), where a change hurts most.
+pub const RACE_SPAN: usize = 64 << 10;
 
 /// Runs `bytes` as a runtime's segment through the collector: the checks
 /// of a handover, three copies of its rings (with `changes` applied),
@@ -59,9 +63,11 @@ pub enum Changes<'a> {
 /// the collector refuses at the door (an invalid header); anything else
 /// it must survive: a panic here is a bug.
 pub fn run_segment(bytes: &[u8], dir: &Path, changes: Changes<'_>) -> io::Result<Outcome> {
-    let fd = sealed_memfd(bytes)?;
+    let fd = sealed_memfd(bytes.len())?;
+    // The program's side: writes into the memfd the collector maps.
+    let program = std::fs::File::from(fd.try_clone()?);
+    program.write_all_at(bytes, 0)?;
     let segment = Arc::new(Segment::open(&fd)?);
-    let view = Mapping::new(&fd, bytes.len())?;
     let options = options_for(dir);
     let pid = std::process::id() as i32;
     let mut tap = Tap::new(
@@ -73,14 +79,15 @@ pub fn run_segment(bytes: &[u8], dir: &Path, changes: Changes<'_>) -> io::Result
     );
     let mut process = Process::new(pid, segment);
     let stop = AtomicBool::new(false);
-    let outcome = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let mut between = None;
         match changes {
             Changes::None => {}
             Changes::Between(f) => between = Some(f),
-            Changes::Racing { seed, span } => {
-                let (view, stop) = (&view, &stop);
-                scope.spawn(move || race(view, span.min(view.len), seed, stop));
+            Changes::Racing { seed } => {
+                let (program, stop) = (&program, &stop);
+                let span = RACE_SPAN.min(bytes.len());
+                scope.spawn(move || race(program, span, seed, stop));
             }
         }
         for _ in 0..3 {
@@ -88,9 +95,10 @@ pub fn run_segment(bytes: &[u8], dir: &Path, changes: Changes<'_>) -> io::Result
             tap.drain(&mut batch, &mut Found::default());
             process.apply(batch, &options);
             if let Some(f) = between.as_mut() {
-                // SAFETY: the mapping is ours and lives until `view` drops;
-                // the collector's own reads of it tolerate any change.
-                f(unsafe { std::slice::from_raw_parts_mut(view.base, view.len) });
+                let mut now = vec![0u8; bytes.len()];
+                program.read_exact_at(&mut now, 0)?;
+                f(&mut now);
+                program.write_all_at(&now, 0)?;
             }
         }
         let mut last = Batch::default();
@@ -98,22 +106,17 @@ pub fn run_segment(bytes: &[u8], dir: &Path, changes: Changes<'_>) -> io::Result
         process.apply(last, &options);
         stop.store(true, Ordering::Relaxed);
         let (database, notes) = process.finish(&options);
-        Outcome { database, notes }
-    });
-    Ok(outcome)
+        Ok(Outcome { database, notes })
+    })
 }
 
 /// [`run_segment`] of `bytes` as they are, then (with `race_seed`) with
 /// another thread changing them under the collector; the message of the
 /// panic, if one happened (a bug: the collector must survive any bytes).
 pub fn survives(bytes: &[u8], dir: &Path, race_seed: Option<u64>) -> Result<(), String> {
-    let runs = [None, race_seed.map(|seed| (seed, 64usize << 10))];
-    for race in runs.into_iter().take(1 + usize::from(race_seed.is_some())) {
+    for race in std::iter::once(None).chain(race_seed.map(Some)) {
         let result = std::panic::catch_unwind(|| {
-            let changes = match race {
-                Some((seed, span)) => Changes::Racing { seed, span },
-                None => Changes::None,
-            };
+            let changes = race.map_or(Changes::None, |seed| Changes::Racing { seed });
             // The next case writes the same database name again.
             if let Ok(Outcome {
                 database: Some(db), ..
@@ -134,82 +137,17 @@ pub fn survives(bytes: &[u8], dir: &Path, race_seed: Option<u64>) -> Result<(), 
     Ok(())
 }
 
-/// Writes pseudo-random bytes into the first `span` bytes of `view`
-/// until `stop`.
-fn race(view: &Mapping, span: usize, seed: u64, stop: &AtomicBool) {
+/// Writes pseudo-random bytes into the first `span` bytes of the
+/// segment, one at a time, until `stop`.
+fn race(program: &std::fs::File, span: usize, seed: u64, stop: &AtomicBool) {
     let mut state = seed | 1;
     while !stop.load(Ordering::Relaxed) && span > 0 {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
-        let at = (state % span as u64) as usize;
-        // SAFETY: `at` lies inside the mapping; a volatile byte write into
-        // shared memory the collector reads as untrusted input.
-        unsafe { view.base.add(at).write_volatile((state >> 32) as u8) };
+        let at = state % span as u64;
+        let _ = program.write_at(&[(state >> 32) as u8], at);
     }
-}
-
-/// A read-write mapping of a memfd, unmapped when dropped.
-struct Mapping {
-    base: *mut u8,
-    len: usize,
-}
-
-// SAFETY: the mapping is plain shared memory; the racing writer and the
-// collector's reads through its own mapping are what is being tested.
-unsafe impl Sync for Mapping {}
-
-impl Mapping {
-    fn new(fd: &OwnedFd, len: usize) -> io::Result<Mapping> {
-        // SAFETY: mapping `len` bytes of a memfd we hold.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Mapping {
-            base: base.cast(),
-            len,
-        })
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: unmapping what `new` mapped.
-        unsafe { libc::munmap(self.base.cast(), self.len) };
-    }
-}
-
-/// A memfd holding `bytes`, sealed as the runtime seals its segments.
-fn sealed_memfd(bytes: &[u8]) -> io::Result<OwnedFd> {
-    // SAFETY: a NUL-terminated name and valid flags.
-    let fd = unsafe {
-        libc::memfd_create(
-            c"strobe-fuzz".as_ptr(),
-            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a descriptor we just created and own.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut file = std::fs::File::from(fd.try_clone()?);
-    std::io::Write::write_all(&mut file, bytes)?;
-    // SAFETY: sealing our own memfd.
-    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, SEALS) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(fd)
 }
 
 /// The collector's options for a harness run writing into `dir`.
@@ -274,7 +212,7 @@ pub fn capture_segments(
     let mut ended_at = None;
     loop {
         let now = strobe_core::clock::now_ns();
-        let accepted = listener.accept(now, |pid| descends_from(pid, me));
+        let accepted = listener.accept(now, |pid| crate::ancestry::descends(pid, |p| p == me));
         segments.extend(accepted.handovers.into_iter().map(|h| h.segment));
         if ended_at.is_none() && child.try_wait()?.is_some() {
             ended_at = Some(std::time::Instant::now());
@@ -297,21 +235,6 @@ pub fn capture_segments(
         written.push(path);
     }
     Ok(written)
-}
-
-/// Whether `pid` is `root` or one of its descendants.
-fn descends_from(pid: i32, root: i32) -> bool {
-    let mut p = pid;
-    for _ in 0..4096 {
-        if p == root {
-            return true;
-        }
-        match crate::listen::parent_of(p) {
-            Some(parent) if parent > 0 && parent != p => p = parent,
-            _ => return false,
-        }
-    }
-    false
 }
 
 /// The packed segments (`*.seg`, [`pack`]) in `dir`, in name order, with

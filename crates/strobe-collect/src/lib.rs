@@ -22,6 +22,7 @@
 //! Owns the two threads and the run's report. Never runs inside the
 //! profiled program.
 
+mod ancestry;
 pub mod causal;
 mod elf;
 mod follow;

@@ -196,18 +196,18 @@ impl Listener {
                         RECEIVE_DEADLINE_NS / 1_000_000_000
                     ),
                 ),
-                // A process that ended since it sent (its pidfd names no
-                // pid now) was checked at `connect`.
-                Received::Message(h) if pidfd_pid(&h.pidfd).is_some_and(|p| p == pid || p <= 0) => {
-                    out.handovers.push(Handover { pid, ..h });
-                }
-                Received::Message(h) => self.refuse(
-                    &mut out,
-                    format!(
-                        "refused the handover of pid {pid}: its process descriptor is of {}",
-                        pidfd_pid(&h.pidfd).map_or("no pidfd".into(), |p| format!("pid {p}"))
+                Received::Message(h) => match pidfd_pid(&h.pidfd) {
+                    // A process that ended since it sent (its pidfd names no
+                    // pid now) was checked at `connect`.
+                    Some(of) if of == pid || of <= 0 => out.handovers.push(Handover { pid, ..h }),
+                    of => self.refuse(
+                        &mut out,
+                        format!(
+                            "refused the handover of pid {pid}: its process descriptor is of {}",
+                            of.map_or("no pidfd".into(), |p| format!("pid {p}"))
+                        ),
                     ),
-                ),
+                },
                 Received::Malformed => self.refuse(
                     &mut out,
                     format!("refused the handover of pid {pid}: not a runtime's message"),
@@ -354,27 +354,9 @@ fn receive(conn: &OwnedFd) -> Received {
     })
 }
 
-/// The parent of `pid` (`/proc/PID/stat`), if it still exists.
-pub fn parent_of(pid: i32) -> Option<i32> {
-    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    // The command may hold anything, spaces and parentheses included: the
-    // fields after it start after its last ')'.
-    let close = stat.iter().rposition(|&b| b == b')')?;
-    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
-    rest.split_ascii_whitespace().nth(1)?.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_parent_of_this_process_is_found_whatever_its_name() {
-        let me = std::process::id() as i32;
-        // SAFETY: getppid has no preconditions.
-        assert_eq!(parent_of(me), Some(unsafe { libc::getppid() }));
-        assert_eq!(parent_of(i32::MAX), None);
-    }
 
     #[test]
     fn a_pidfd_names_its_process_and_other_descriptors_none() {

@@ -200,12 +200,7 @@ impl Process {
     /// Starts recording a process only the kernel samples (no runtime in
     /// it), first seen at `start_ns`; described from `/proc` while it runs.
     pub fn kernel_only(pid: i32, start_ns: u64) -> Process {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        // Fields after the command (which may hold spaces): state, ppid.
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse().ok())
-            .unwrap_or(0);
+        let ppid = crate::ancestry::stat(pid).map_or(0, |s| s.ppid);
         let args: Vec<String> = std::fs::read(format!("/proc/{pid}/cmdline"))
             .unwrap_or_default()
             .split(|&b| b == 0)

@@ -34,20 +34,6 @@ pub fn for_terminal(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// [`for_terminal`] for text that keeps its line breaks (a multi-line
-/// message): each line is escaped, the `\n` between them kept.
-pub fn lines_for_terminal(text: &str) -> Cow<'_, str> {
-    if !text.split('\n').any(|l| l.chars().any(unsafe_for_terminal)) {
-        return Cow::Borrowed(text);
-    }
-    Cow::Owned(
-        text.split('\n')
-            .map(for_terminal)
-            .collect::<Vec<_>>()
-            .join("\n"),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,11 +60,5 @@ mod tests {
         ] {
             assert!(matches!(for_terminal(s), Cow::Borrowed(b) if b == s));
         }
-    }
-
-    #[test]
-    fn messages_keep_their_line_breaks() {
-        assert_eq!(lines_for_terminal("one\u{1b}\ntwo"), "one\\x1b\ntwo");
-        assert!(matches!(lines_for_terminal("a\nb"), Cow::Borrowed(_)));
     }
 }

@@ -59,13 +59,16 @@ pub mod exec_reason {
     /// The new environment lacks strobe's variables (cleared or replaced).
     pub const ENVIRONMENT: u32 = 3;
 
-    /// The reason in words.
+    /// What a process that was not profiled for `reason` did, as a
+    /// predicate ("… ran a static image …").
     pub fn describe(reason: u32) -> &'static str {
         match reason {
-            STATIC => "static binary: nothing can be preloaded into it",
-            SETUID => "setuid/setgid binary: the loader ignores LD_PRELOAD for it",
-            ENVIRONMENT => "environment cleared before exec: strobe's runtime was not passed on",
-            _ => "the runtime did not start in it",
+            STATIC => "ran a static image (nothing can be preloaded into it)",
+            SETUID => "ran a setuid/setgid image (the loader ignores LD_PRELOAD for it)",
+            ENVIRONMENT => {
+                "started with a cleared environment (strobe's runtime was not passed on)"
+            }
+            _ => "ran without strobe's runtime",
         }
     }
 }
@@ -218,7 +221,34 @@ unsafe impl Send for Segment {}
 unsafe impl Sync for Segment {}
 
 /// The seals of every segment: its size can never change again.
-pub const SEALS: libc::c_int = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+const SEALS: libc::c_int = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+
+/// A new memfd (close-on-exec) of `len` zero bytes whose size can never
+/// change again: the collector reads every byte of a segment, and a file
+/// shrunk under a mapping faults its readers. Its bytes stay writable.
+pub fn sealed_memfd(len: usize) -> io::Result<OwnedFd> {
+    // SAFETY: a NUL-terminated name and valid flags.
+    let fd = unsafe {
+        libc::memfd_create(
+            c"strobe".as_ptr(),
+            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor we just created and own.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: resizing our own memfd.
+    if unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: sealing our own memfd.
+    if unsafe { libc::fcntl(fd, libc::F_ADD_SEALS, SEALS) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(owned)
+}
 
 fn map(fd: i32, len: usize) -> io::Result<*mut u8> {
     // SAFETY: mapping `len` bytes of a descriptor we hold; no address hint.
@@ -254,30 +284,9 @@ impl Segment {
                 "bad segment layout",
             ));
         }
-        // SAFETY: a NUL-terminated name and valid flags.
-        let fd = unsafe {
-            libc::memfd_create(
-                c"strobe".as_ptr(),
-                libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a descriptor we just created and own.
-        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
         let len = layout.total();
-        // SAFETY: resizing our own memfd.
-        if unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // Its size never changes again: the collector reads every byte of
-        // it, and a file shrunk under a mapping faults its readers.
-        // SAFETY: sealing our own memfd.
-        if unsafe { libc::fcntl(fd, libc::F_ADD_SEALS, SEALS) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let base = map(fd, len)?;
+        let owned = sealed_memfd(len)?;
+        let base = map(owned.as_raw_fd(), len)?;
         let segment = Segment { base, len, layout };
         // SAFETY: the header lies at the start of the fresh, zeroed mapping;
         // nobody else sees it yet.
