@@ -214,7 +214,7 @@ fn write_with_writer(
                 end,
                 name,
             } => {
-                wr.append_region(&Region {
+                wr.append_region_shared(&Region {
                     thread: threads[thread],
                     start_ns: start,
                     end_ns: end,
@@ -283,8 +283,16 @@ fn write_raw(path: &Path, n: u64, batch: usize, pid: u32) -> anyhow::Result<Dura
             fr.execute([k])?;
             cs.execute(params![Option::<i64>::None, k + 1, 0])?;
         }
+        // The events the writer shares: one per sampled stack (ids 1 to
+        // STACKS), one for every region (STACKS + 1).
+        let mut ev = conn.prepare(&format!(
+            "INSERT INTO \"rocpd_event{s}\" (category_id, stack_id) VALUES (?1, ?2)"
+        ))?;
+        for k in 0..STACKS as i64 {
+            ev.execute(params![NAMES as i64 + 2, k + 1])?;
+        }
+        ev.execute(params![NAMES as i64 + 1, Option::<i64>::None])?;
     }
-    let mut ev = conn.prepare(&format!("INSERT INTO \"rocpd_event{s}\" (category_id, stack_id, correlation_id) VALUES (?1, ?2, ?3)"))?;
     let mut sa = conn.prepare(&format!(
         "INSERT INTO \"rocpd_sample{s}\" (track_id, timestamp, event_id, extdata) VALUES (?1, ?2, ?3, json_object('weight_ns', 1000000))"
     ))?;
@@ -296,9 +304,7 @@ fn write_raw(path: &Path, n: u64, batch: usize, pid: u32) -> anyhow::Result<Dura
     for rec in records(n, u64::from(pid)) {
         match rec {
             Rec::Sample { thread, ts, stack } => {
-                ev.execute(params![1i64, stack as i64 + 1, Option::<i64>::None])?;
-                let id = conn.last_insert_rowid();
-                sa.execute(params![thread as i64 + 1, ts as i64, id])?;
+                sa.execute(params![thread as i64 + 1, ts as i64, stack as i64 + 1])?;
             }
             Rec::Region {
                 thread,
@@ -306,20 +312,18 @@ fn write_raw(path: &Path, n: u64, batch: usize, pid: u32) -> anyhow::Result<Dura
                 end,
                 name,
             } => {
-                ev.execute(params![2i64, Option::<i64>::None, Option::<i64>::None])?;
-                let id = conn.last_insert_rowid();
                 re.execute(params![
                     1i64,
                     1i64,
                     thread as i64 + 1,
                     start as i64,
                     end as i64,
-                    name as i64 + 3,
-                    id
+                    name as i64 + 1,
+                    STACKS as i64 + 1
                 ])?;
             }
         }
-        rows += 2;
+        rows += 1;
         if rows >= batch {
             commit.execute([])?;
             begin.execute([])?;
@@ -327,7 +331,7 @@ fn write_raw(path: &Path, n: u64, batch: usize, pid: u32) -> anyhow::Result<Dura
         }
     }
     commit.execute([])?;
-    drop((ev, sa, re, begin, commit));
+    drop((sa, re, begin, commit));
     conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
     Ok(t0.elapsed())
 }

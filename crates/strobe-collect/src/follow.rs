@@ -7,9 +7,10 @@
 //! polling (every 5 ms, every 100 µs for 20 ms after a burst) and the end of
 //! the run. Never writes a database: it sends copies to the writer thread.
 
+use crate::spool::Spool;
 use crate::tap::{Batch, Found, Tap, WithoutRuntime};
 use crate::writer::{write, ToWriter};
-use crate::{ancestry, listen, lock, KernelEvents, Shared, QUEUE_LIMIT};
+use crate::{ancestry, listen, lock, KernelEvents, Shared, QUEUE_LIMIT, SPILL_ABOVE, SPOOL_LIMIT};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
@@ -48,6 +49,9 @@ struct Taps<'a> {
     /// Processes that ran an image without the runtime, by image and
     /// reason: said once per group when the run ends.
     without_runtime: BTreeMap<(Vec<u8>, u32), Unprofiled>,
+    /// The spool file, once made; `Err` once it could not be made or
+    /// written (said once; records then wait in memory).
+    spool: Option<Result<Spool, ()>>,
 }
 
 /// What became of the processes of one image that ran without the
@@ -195,11 +199,65 @@ impl Taps<'_> {
         if batch.is_empty() {
             return 0;
         }
-        let weight = batch.weight();
-        self.shared.queued.fetch_add(weight, Ordering::SeqCst);
         let id = self.taps[i].id;
-        let _ = self.to_writer.send(ToWriter::Records { id, batch });
+        self.send(batch, |batch| ToWriter::Records { id, batch })
+    }
+
+    /// Sends `batch` to the writer; when the writer's backlog in memory is
+    /// past [`SPILL_ABOVE`], its records go to the spool file first.
+    /// Returns the bytes the batch holds in memory and on disk.
+    fn send(&mut self, mut batch: Batch, message: impl FnOnce(Batch) -> ToWriter) -> usize {
+        let weight = batch.weight();
+        if self.shared.queued.load(Ordering::SeqCst) + weight > SPILL_ABOVE {
+            if let Some(spool) = self.spool() {
+                match spool.spill(&mut batch) {
+                    Ok(bytes) => {
+                        self.shared
+                            .spooled
+                            .fetch_add(bytes as u64, Ordering::SeqCst);
+                    }
+                    Err(e) => self.spool_failed(&e),
+                }
+            }
+        }
+        let in_memory = batch.weight();
+        self.shared.queued.fetch_add(in_memory, Ordering::SeqCst);
+        let _ = self.to_writer.send(message(batch));
         weight
+    }
+
+    /// The spool file, made on first use in the run directory.
+    fn spool(&mut self) -> Option<&mut Spool> {
+        if self.spool.is_none() {
+            let made = self
+                .shared
+                .options
+                .run_dir
+                .path()
+                .map_err(std::io::Error::other)
+                .and_then(Spool::create);
+            if let Err(e) = &made {
+                self.spool = Some(Err(()));
+                self.spool_failed_note(e);
+                return None;
+            }
+            self.spool = made.ok().map(Ok);
+        }
+        self.spool.as_mut().and_then(|s| s.as_mut().ok())
+    }
+
+    /// Stops spooling after `e` (said once).
+    fn spool_failed(&mut self, e: &std::io::Error) {
+        self.spool = Some(Err(()));
+        self.spool_failed_note(e);
+    }
+
+    fn spool_failed_note(&self, e: &std::io::Error) {
+        lock(&self.shared.report).notes.push(format!(
+            "the collector could not keep its backlog on disk ({e}): it waits in memory, \
+             up to {} MiB, and then the programs wait for the database writer",
+            QUEUE_LIMIT >> 20
+        ));
     }
 
     /// A thread of `pid` the in-program sampler cannot reach: the kernel
@@ -301,10 +359,7 @@ impl Taps<'_> {
         if batch.is_empty() {
             return;
         }
-        self.shared
-            .queued
-            .fetch_add(batch.weight(), Ordering::SeqCst);
-        let _ = self.to_writer.send(ToWriter::Kernel { batch });
+        self.send(batch, |batch| ToWriter::Kernel { batch });
     }
 
     /// Copies the rings of the single-thread kernel events; closes those
@@ -429,6 +484,7 @@ pub fn run(listener: &mut listen::Listener, shared: &Shared) {
                 thread_events: Vec::new(),
                 inherited_events: false,
                 without_runtime: BTreeMap::new(),
+                spool: None,
             },
         );
     });
@@ -505,7 +561,8 @@ fn follow(listener: &mut listen::Listener, t: &mut Taps<'_>) {
         }
         // Past the limit, the rings wait (and lossless producers with them)
         // until the writer catches up; ending images are still emptied.
-        let room = shared.queued.load(Ordering::SeqCst) < QUEUE_LIMIT;
+        let room = shared.queued.load(Ordering::SeqCst) < QUEUE_LIMIT
+            && shared.spooled.load(Ordering::SeqCst) < SPOOL_LIMIT;
         if kernel.is_none() {
             kernel = lock(&shared.kernel).take();
             t.inherited_events = kernel.is_some();

@@ -14,9 +14,11 @@
 //!   process's database ([`process`], [`profile`]) in the run directory;
 //!   kernel samples are unwound there too ([`kernel`], [`kernel_writer`]).
 //!
-//! The producers therefore wait only for a copy, never for SQLite; at most
-//! [`QUEUE_LIMIT`] bytes wait for the writer (then the rings fill and
-//! lossless producers wait). What could not be profiled is reported,
+//! The producers therefore wait only for a copy, never for SQLite: past
+//! [`SPILL_ABOVE`] bytes waiting in memory, copied records wait on disk
+//! ([`spool`]), up to [`SPOOL_LIMIT`]; only when that is full or cannot be
+//! written (or [`QUEUE_LIMIT`] bytes wait in memory) do the rings fill and
+//! lossless producers wait. What could not be profiled is reported,
 //! never silent.
 //!
 //! Owns the two threads and the run's report. Never runs inside the
@@ -35,14 +37,14 @@ mod mpi;
 mod process;
 mod procstat;
 mod profile;
+mod spool;
 mod tap;
 mod trace_types;
 mod writer;
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicUsize;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -50,8 +52,17 @@ use std::time::Duration;
 pub use kernel::perf::{sees_system_calls as kernel_sees_system_calls, Events as KernelEvents};
 pub use process::XPTI_NOTE;
 
-/// Bytes of copied records that may wait for the writer.
-pub const QUEUE_LIMIT: usize = 512 << 20;
+/// Bytes of copied records that may wait for the writer in memory. Past
+/// [`SPILL_ABOVE`] the collector moves new batches' records to disk, so
+/// this is reached only when the spool cannot be written.
+pub const QUEUE_LIMIT: usize = 96 << 20;
+
+/// Bytes waiting in memory above which new batches' records go to the
+/// spool file ([`spool`]).
+pub const SPILL_ABOVE: usize = 32 << 20;
+
+/// Bytes that may wait in the spool file.
+pub const SPOOL_LIMIT: u64 = 64 << 30;
 use strobe_core::timewindow::TimeWindows;
 
 /// When one sampler's samples count, relative to each process's start.
@@ -222,8 +233,10 @@ struct Shared {
     wake: OwnedFd,
     /// Set (and notified) when the collector thread returns.
     done: (Mutex<bool>, Condvar),
-    /// Bytes of batches sent to the writer and not yet written.
+    /// Bytes of batches sent to the writer and not yet written, in memory.
     queued: AtomicUsize,
+    /// Bytes of batches sent to the writer and waiting in the spool file.
+    spooled: AtomicU64,
     /// Kernel sampling events to drain, once the launcher opened them.
     kernel: Mutex<Option<KernelEvents>>,
     /// The kernel samples every process of the run (the runtime's sampler
@@ -283,6 +296,7 @@ impl Collector {
             wake: unsafe { OwnedFd::from_raw_fd(wake) },
             done: (Mutex::new(false), Condvar::new()),
             queued: AtomicUsize::new(0),
+            spooled: AtomicU64::new(0),
             kernel: Mutex::new(None),
             kernel_for_all: AtomicBool::new(options_for_all),
         });

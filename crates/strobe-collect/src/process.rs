@@ -523,21 +523,32 @@ impl Process {
             }
             event::STRING => {
                 self.strings.insert(arg, text());
+                if let Some(p) = &mut self.profile {
+                    p.forget_runtime_text(arg);
+                }
             }
             event::REGION_BEGIN | event::MARK => {
-                let name = self
-                    .strings
-                    .get(&arg)
-                    .cloned()
-                    .unwrap_or_else(|| format!("string {arg}"));
-                if let Some(p) = self.profile(options) {
-                    let r = if kind == event::MARK {
-                        p.mark(tid, &name, at)
-                    } else {
-                        p.region_begin(tid, &name, at, counter_readings(bytes).collect())
-                    };
-                    p.note(r);
+                if self.profile(options).is_none() {
+                    return;
                 }
+                let (strings, Some(p)) = (&self.strings, &mut self.profile) else {
+                    return;
+                };
+                let r = p
+                    .runtime_text(arg, || {
+                        strings
+                            .get(&arg)
+                            .cloned()
+                            .unwrap_or_else(|| format!("string {arg}"))
+                    })
+                    .and_then(|name| {
+                        if kind == event::MARK {
+                            p.mark(tid, name, at)
+                        } else {
+                            p.region_begin(tid, name, at, counter_readings(bytes).collect())
+                        }
+                    });
+                p.note(r);
             }
             event::REGION_END => {
                 if let Some(p) = &mut self.profile {

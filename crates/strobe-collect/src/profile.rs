@@ -43,26 +43,27 @@ pub const PROFILE_COUNTER_EXTDATA: &str = r#"{"strobe":"sampling_events","per_re
 /// Thread CPU time is written at most this often per thread.
 const CPU_COUNTER_INTERVAL_NS: u64 = 100_000_000;
 
-/// An open tracing begin/end pair: start, depth, counter readings at the
-/// begin, name at the begin (for a pair never closed).
-type OpenPair = (u64, u32, Vec<CounterReading>, String);
+/// An open tracing begin/end pair: start, counter readings at the begin,
+/// name at the begin (for a pair never closed).
+type OpenPair = (u64, Vec<CounterReading>, String);
 
 /// The writer and what it needs to turn records into rows.
 pub struct Profile {
     writer: Writer,
-    threads: HashMap<i32, (ThreadRef, TrackId)>,
+    threads: FastMap<i32, (ThreadRef, TrackId)>,
     /// Threads named through the user API (their name is kept at exit).
     named: HashSet<i32>,
     /// Executable ranges of modules in the database: (start, end, bias, id).
     ranges: Vec<(u64, u64, u64, ModuleId)>,
     written_modules: Vec<Module>,
     /// Open regions per thread: (name, start, counter readings).
-    stacks: HashMap<i32, Vec<(StringId, u64, Vec<CounterReading>)>>,
+    stacks: FastMap<i32, Vec<(StringId, u64, Vec<CounterReading>)>>,
     /// Open tracing begin/end pairs: (tid, unique id, instance) → (start,
-    /// depth, counter readings).
+    /// counter readings, name).
     open: HashMap<(i32, u64, u64), OpenPair>,
-    depth: HashMap<i32, u32>,
-    texts: HashMap<String, StringId>,
+    texts: FastMap<String, StringId>,
+    /// Strings of the runtime's string table by its id (regions' names).
+    runtime_texts: FastMap<u32, StringId>,
     frames: Vec<StackFrame>,
     rss_counter: Option<CounterId>,
     cpu_counter: Option<CounterId>,
@@ -87,6 +88,10 @@ pub struct Profile {
 
 type Result<T> = std::result::Result<T, DbError>;
 
+/// The maps looked up for every record: foldhash (seeded per process, so a
+/// program cannot choose colliding names) costs a fraction of SipHash.
+type FastMap<K, V> = foldhash::HashMap<K, V>;
+
 impl Profile {
     /// Creates the database at `path` (or the first free `.1`, `.2`, …
     /// beside it).
@@ -99,14 +104,14 @@ impl Profile {
         }
         Ok(Profile {
             writer: Writer::create_unique(path, process, options)?,
-            threads: HashMap::new(),
+            threads: FastMap::default(),
             named: HashSet::new(),
             ranges: Vec::new(),
             written_modules: Vec::new(),
-            stacks: HashMap::new(),
+            stacks: FastMap::default(),
             open: HashMap::new(),
-            depth: HashMap::new(),
-            texts: HashMap::new(),
+            texts: FastMap::default(),
+            runtime_texts: FastMap::default(),
             frames: Vec::new(),
             rss_counter: None,
             cpu_counter: None,
@@ -466,6 +471,22 @@ impl Profile {
         Ok(())
     }
 
+    /// The row of the runtime's string `id`, whose text `make` gives the
+    /// first time.
+    pub fn runtime_text(&mut self, id: u32, make: impl FnOnce() -> String) -> Result<StringId> {
+        if let Some(row) = self.runtime_texts.get(&id) {
+            return Ok(*row);
+        }
+        let row = self.text(&make())?;
+        self.runtime_texts.insert(id, row);
+        Ok(row)
+    }
+
+    /// The runtime (re)defined its string `id`.
+    pub fn forget_runtime_text(&mut self, id: u32) {
+        self.runtime_texts.remove(&id);
+    }
+
     fn text(&mut self, text: &str) -> Result<StringId> {
         if let Some(id) = self.texts.get(text) {
             return Ok(*id);
@@ -480,11 +501,10 @@ impl Profile {
     pub fn region_begin(
         &mut self,
         tid: i32,
-        name: &str,
+        name: StringId,
         at: u64,
         counters: Vec<CounterReading>,
     ) -> Result<()> {
-        let name = self.text(name)?;
         self.stacks
             .entry(tid)
             .or_default()
@@ -501,25 +521,23 @@ impl Profile {
         let Some((name, start, begin)) = stack.pop() else {
             return Ok(());
         };
-        let depth = stack.len() as u32;
-        let ev = self.region(tid, name, "user", start, at, depth, &[])?;
-        if !self.counters.is_empty() {
-            self.region_counters(ev, &begin, counters)?;
+        if self.counters.is_empty() {
+            return self.plain_region(tid, name, "user", start, at);
         }
-        Ok(())
+        let ev = self.region(tid, name, "user", start, at, &[])?;
+        self.region_counters(ev, &begin, counters)
     }
 
     /// A completed MPI call: a region of category `mpi` nested under the
     /// thread's open regions, with the call's arguments.
     pub fn mpi_call(&mut self, tid: i32, call: &crate::mpi::MpiCall, end_ns: u64) -> Result<()> {
-        let depth = self.stacks.get(&tid).map_or(0, |s| s.len() as u32);
         let name = self.text(call.name)?;
         let args: Vec<Arg<'_>> = call
             .args
             .iter()
             .map(|(name, ty, value)| Arg { name, ty, value })
             .collect();
-        self.region(tid, name, "mpi", call.begin_ns, end_ns, depth, &args)
+        self.region(tid, name, "mpi", call.begin_ns, end_ns, &args)
             .map(|_| ())
     }
 
@@ -529,9 +547,8 @@ impl Profile {
     }
 
     /// An instant marker.
-    pub fn mark(&mut self, tid: i32, name: &str, at: u64) -> Result<()> {
-        let name = self.text(name)?;
-        self.region(tid, name, "marker", at, at, 0, &[]).map(|_| ())
+    pub fn mark(&mut self, tid: i32, name: StringId, at: u64) -> Result<()> {
+        self.plain_region(tid, name, "marker", at, at)
     }
 
     /// A tracing notification: begin/end pairs become regions, everything
@@ -560,20 +577,17 @@ impl Profile {
         let key = (tid, uid, instance);
         if let Some(category) = crate::trace_types::span_category(trace_type & !1) {
             if trace_type & 1 == 0 {
-                let depth = self.depth.entry(tid).or_insert(0);
-                self.open
-                    .insert(key, (at, *depth, counters, name.to_string()));
-                *depth += 1;
+                self.open.insert(key, (at, counters, name.to_string()));
                 return Ok(());
             }
-            let Some((start, depth, begin, _)) = self.open.remove(&key) else {
+            let Some((start, begin, _)) = self.open.remove(&key) else {
                 return Ok(());
             };
-            if let Some(d) = self.depth.get_mut(&tid) {
-                *d = d.saturating_sub(1);
-            }
             let name = self.text(name)?;
-            let ev = self.region(tid, name, category, start, at, depth, args)?;
+            if self.counters.is_empty() && args.is_empty() {
+                return self.plain_region(tid, name, category, start, at);
+            }
+            let ev = self.region(tid, name, category, start, at, args)?;
             if !self.counters.is_empty() {
                 self.region_counters(ev, &begin, &counters)?;
             }
@@ -588,11 +602,11 @@ impl Profile {
             value: &type_name,
         });
         let name = self.text(name)?;
-        self.region(tid, name, category, at, at, 0, &args)
-            .map(|_| ())
+        self.region(tid, name, category, at, at, &args).map(|_| ())
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// A region with an event of its own (for its args and counter
+    /// values), returned.
     fn region(
         &mut self,
         tid: i32,
@@ -600,18 +614,10 @@ impl Profile {
         category: &str,
         start_ns: u64,
         end_ns: u64,
-        depth: u32,
         args: &[Arg<'_>],
     ) -> Result<EventId> {
         let (thread, _) = self.thread(tid, None)?;
         let category = self.text(category)?;
-        let depth_text = depth.to_string();
-        let mut all = vec![Arg {
-            name: "depth",
-            ty: "int",
-            value: &depth_text,
-        }];
-        all.extend_from_slice(args);
         let ev = self.writer.append_region(&Region {
             thread,
             start_ns,
@@ -620,10 +626,36 @@ impl Profile {
             category: Some(category),
             stack: None,
             correlation_id: None,
-            args: &all,
+            args,
         })?;
         self.rows += 1;
         Ok(ev)
+    }
+
+    /// A region with nothing attached: one row, sharing its category's
+    /// event (the cheapest form; most regions are like this).
+    fn plain_region(
+        &mut self,
+        tid: i32,
+        name: StringId,
+        category: &str,
+        start_ns: u64,
+        end_ns: u64,
+    ) -> Result<()> {
+        let (thread, _) = self.thread(tid, None)?;
+        let category = self.text(category)?;
+        self.writer.append_region_shared(&Region {
+            thread,
+            start_ns,
+            end_ns: end_ns.max(start_ns),
+            name,
+            category: Some(category),
+            stack: None,
+            correlation_id: None,
+            args: &[],
+        })?;
+        self.rows += 1;
+        Ok(())
     }
 
     /// Regions still open at the end close there, marked unterminated.
@@ -635,28 +667,18 @@ impl Profile {
         }];
         let stacks: Vec<_> = self.stacks.drain().collect();
         for (tid, stack) in stacks {
-            for (depth, (name, start, begin)) in stack.into_iter().enumerate() {
+            for (name, start, begin) in stack {
                 let r = self
-                    .region(
-                        tid,
-                        name,
-                        "user",
-                        start,
-                        end_ns,
-                        depth as u32,
-                        &unterminated,
-                    )
+                    .region(tid, name, "user", start, end_ns, &unterminated)
                     .and_then(|ev| self.region_counters(ev, &begin, &[]));
                 self.note(r);
             }
         }
         let open: Vec<_> = self.open.drain().collect();
-        for ((tid, _, _), (start, depth, begin, name)) in open {
+        for ((tid, _, _), (start, begin, name)) in open {
             let r = self
                 .text(&name)
-                .and_then(|name| {
-                    self.region(tid, name, "user", start, end_ns, depth, &unterminated)
-                })
+                .and_then(|name| self.region(tid, name, "user", start, end_ns, &unterminated))
                 .and_then(|ev| self.region_counters(ev, &begin, &[]));
             self.note(r);
         }

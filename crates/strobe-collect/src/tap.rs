@@ -37,6 +37,20 @@ pub enum Source {
     Kernel,
 }
 
+impl Source {
+    /// A number for the source (in the spool file).
+    pub fn code(self) -> u32 {
+        self as u32
+    }
+
+    /// The source numbered `code`.
+    pub fn from_code(code: u32) -> Option<Source> {
+        [Source::Events, Source::Samples, Source::Kernel]
+            .get(code as usize)
+            .copied()
+    }
+}
+
 /// Records copied out of one process's rings, in the order they must be
 /// applied.
 #[derive(Default)]
@@ -59,12 +73,16 @@ pub struct Batch {
     pub causal: Vec<strobe_db::CausalExperiment>,
     /// In-scope samples per selectable unit (sent once, at the end).
     pub causal_samples: Vec<(String, u64)>,
+    /// Where `bytes` and `records` wait on disk, when the collector spilled
+    /// them ([`crate::spool`]); the writer restores them first.
+    pub spilled: Option<crate::spool::Spilled>,
 }
 
 impl Batch {
     /// Whether the batch carries nothing.
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
+            && self.spilled.is_none()
             && self.process_points.is_empty()
             && self.causal.is_empty()
             && self.causal_samples.is_empty()
@@ -132,25 +150,46 @@ impl ClockReader for ProcessClocks {
 pub struct TscMap {
     from: (u64, u64),
     to: (u64, u64),
+    /// Nanoseconds per tick in 32.32 fixed point (one division per map,
+    /// not per event); `None` when the readings do not advance.
+    ns_per_tick: Option<i128>,
 }
 
 impl TscMap {
     /// The map between two (ticks, ns) readings.
     pub fn between(from: (u64, u64), to: (u64, u64)) -> TscMap {
-        TscMap { from, to }
+        let (t0, n0) = (from.0 as i128, from.1 as i128);
+        let (t1, n1) = (to.0 as i128, to.1 as i128);
+        // The first reading comes from the segment (the program's): any
+        // values, so products saturate rather than overflow.
+        // Rounded up, and the result capped at the end reading: exact at
+        // both ends.
+        let ns_per_tick = (t1 > t0).then(|| {
+            ((n1 - n0)
+                .saturating_mul(1 << 32)
+                .saturating_add(t1 - t0 - 1))
+                / (t1 - t0)
+        });
+        TscMap {
+            from,
+            to,
+            ns_per_tick,
+        }
     }
 
     /// Nanoseconds of `ticks`.
     pub fn ns(&self, ticks: u64) -> u64 {
-        let (t0, n0) = (self.from.0 as i128, self.from.1 as i128);
-        let (t1, n1) = (self.to.0 as i128, self.to.1 as i128);
-        if t1 <= t0 {
+        let Some(ratio) = self.ns_per_tick else {
             return self.to.1;
+        };
+        let elapsed = (ticks as i128 - self.from.0 as i128).saturating_mul(ratio) >> 32;
+        let ns = (self.from.1 as i128).saturating_add(elapsed);
+        let ns = ns.clamp(0, u64::MAX as i128) as u64;
+        if ticks <= self.to.0 {
+            ns.min(self.to.1)
+        } else {
+            ns
         }
-        // The first reading comes from the segment (the program's): any
-        // values, so the product saturates rather than overflows.
-        let ns = n0.saturating_add((ticks as i128 - t0).saturating_mul(n1 - n0) / (t1 - t0));
-        ns.clamp(0, u64::MAX as i128) as u64
     }
 }
 
@@ -511,6 +550,17 @@ mod tests {
         assert_eq!(map.ns(2_000), 5_500);
         // Written a little after the second reading (during the copy).
         assert_eq!(map.ns(3_200), 6_100);
+        // Ratios that fixed point cannot hold exactly still land on both
+        // readings: 1 ns in 3 ticks, and a second of a 3 GHz counter.
+        let map = TscMap::between((0, 0), (3, 1));
+        assert_eq!((map.ns(0), map.ns(3)), (0, 1));
+        let (t0, n0) = (1u64 << 40, 5_000_000_000_000u64);
+        let map = TscMap::between((t0, n0), (t0 + 2_999_999_999, n0 + 1_000_000_007));
+        assert_eq!(
+            (map.ns(t0), map.ns(t0 + 2_999_999_999)),
+            (n0, n0 + 1_000_000_007)
+        );
+        assert!(map.ns(t0 + 1_500_000_000).abs_diff(n0 + 500_000_003) <= 1);
     }
 
     #[test]

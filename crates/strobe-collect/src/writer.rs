@@ -40,6 +40,7 @@ pub fn write(shared: &Shared, from: mpsc::Receiver<ToWriter>) {
     let options = &shared.options;
     let mut processes: HashMap<u64, Process> = HashMap::new();
     let mut kernel = kernel_writer::KernelWriter::default();
+    let mut unspool_failed = 0;
     for message in from {
         match message {
             ToWriter::Started { id, pid, segment } => {
@@ -57,16 +58,18 @@ pub fn write(shared: &Shared, from: mpsc::Receiver<ToWriter>) {
                     p.sampled_by_kernel(tid);
                 }
             }
-            ToWriter::Kernel { batch } => {
+            ToWriter::Kernel { mut batch } => {
                 let weight = batch.weight();
+                unspool(shared, &mut batch, &mut unspool_failed);
                 let for_all = shared.kernel_for_all.load(Ordering::SeqCst);
                 for ended in kernel.apply(&batch, &mut processes, options, for_all) {
                     report_finished(shared, ended);
                 }
                 shared.queued.fetch_sub(weight, Ordering::SeqCst);
             }
-            ToWriter::Records { id, batch } => {
+            ToWriter::Records { id, mut batch } => {
                 let weight = batch.weight();
+                unspool(shared, &mut batch, &mut unspool_failed);
                 if let Some(p) = processes.get_mut(&id) {
                     p.apply(batch, options);
                 }
@@ -88,6 +91,25 @@ pub fn write(shared: &Shared, from: mpsc::Receiver<ToWriter>) {
         lock(&shared.report).notes.push(format!(
             "the kernel dropped {lost} sample records (its rings were full)"
         ));
+    }
+}
+
+/// Reads back the records of `batch` the collector spilled to disk. A
+/// failure is said once (`failed`); those records are missing.
+fn unspool(shared: &Shared, batch: &mut Batch, failed: &mut u64) {
+    let Some(spilled) = batch.spilled.take() else {
+        return;
+    };
+    shared
+        .spooled
+        .fetch_sub(spilled.len() as u64, Ordering::SeqCst);
+    if let Err(e) = spilled.restore(batch) {
+        *failed += 1;
+        if *failed == 1 {
+            lock(&shared.report).notes.push(format!(
+                "records the collector kept on disk could not be read back ({e}): they are missing"
+            ));
+        }
     }
 }
 

@@ -16,6 +16,7 @@
 
 #![warn(missing_docs)]
 
+mod bulk;
 pub mod causal;
 pub mod error;
 pub mod federation;

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Statement};
 
+use crate::bulk::{self, Bulk};
 use crate::error::{DbError, Result, SqlContext};
 use crate::identity::{NodeInfo, ProcessUuid};
 use crate::intern::InternCaches;
@@ -475,16 +476,20 @@ pub struct FrameSymbols<'a> {
     pub line: Option<u32>,
 }
 
-/// The writer's prepared statements, one per insert kind.
+/// The writer's prepared statements, one per insert kind, and the
+/// multi-row inserts of the two tables that take most rows.
 struct Stmts {
+    /// `rocpd_region`: nid, pid, tid, start, end, name_id, event_id.
+    regions: Bulk<7>,
+    /// `rocpd_sample`: track_id, timestamp, event_id, weight (ns; stored as
+    /// `{"weight_ns":N}` in extdata).
+    samples: Bulk<4>,
     string: Statement<'static>,
     thread: Statement<'static>,
     thread_end: Statement<'static>,
     track: Statement<'static>,
     event: Statement<'static>,
     arg: Statement<'static>,
-    region: Statement<'static>,
-    sample: Statement<'static>,
     module: Statement<'static>,
     frame: Statement<'static>,
     callsite: Statement<'static>,
@@ -508,7 +513,7 @@ impl Stmts {
             // SAFETY: see `Stmts::new`: the connection outlives the statement
             // and never moves (it lives in a Box owned by the same Writer,
             // declared after `stmts` so it is dropped after them).
-            unsafe { std::mem::transmute::<Statement<'_>, Statement<'static>>(st) }
+            unsafe { bulk::keep(st) }
         }
         Ok(Stmts {
             string: keep(conn.prepare(&format!("INSERT INTO \"rocpd_string{s}\" (string) VALUES (?1)"))?),
@@ -517,8 +522,6 @@ impl Stmts {
             track: keep(conn.prepare(&format!("INSERT INTO \"rocpd_track{s}\" (nid, pid, tid, name_id) VALUES (?1, ?2, ?3, ?4)"))?),
             event: keep(conn.prepare(&format!("INSERT INTO \"rocpd_event{s}\" (category_id, stack_id, correlation_id) VALUES (?1, ?2, ?3)"))?),
             arg: keep(conn.prepare(&format!("INSERT INTO \"rocpd_arg{s}\" (event_id, position, type, name, value) VALUES (?1, ?2, ?3, ?4, ?5)"))?),
-            region: keep(conn.prepare(&format!("INSERT INTO \"rocpd_region{s}\" (nid, pid, tid, start, \"end\", name_id, event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"))?),
-            sample: keep(conn.prepare(&format!("INSERT INTO \"rocpd_sample{s}\" (track_id, timestamp, event_id, extdata) VALUES (?1, ?2, ?3, json_object('weight_ns', ?4))"))?),
             module: keep(conn.prepare(&format!("INSERT INTO \"strobe_module{s}\" (pid, path, build_id, load_address, size, file_offset, load_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"))?),
             frame: keep(conn.prepare(&format!("INSERT INTO \"strobe_frame{s}\" (module_id, rel_pc) VALUES (?1, ?2)"))?),
             callsite: keep(conn.prepare(&format!("INSERT INTO \"strobe_callsite{s}\" (parent_id, frame_id, depth) VALUES (?1, ?2, ?3)"))?),
@@ -526,6 +529,24 @@ impl Stmts {
             pmc_event: keep(conn.prepare(&format!("INSERT INTO \"rocpd_pmc_event{s}\" (event_id, pmc_id, value) VALUES (?1, ?2, ?3)"))?),
             counter: keep(conn.prepare(&format!("INSERT INTO \"strobe_counter_sample{s}\" (pmc_id, track_id, timestamp, value) VALUES (?1, ?2, ?3, ?4)"))?),
             memory: keep(conn.prepare(&format!("INSERT INTO \"rocpd_memory_allocate{s}\" (nid, pid, tid, agent_id, type, level, start, \"end\", address, size, event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"))?),
+            // SAFETY: as for `keep` above.
+            regions: unsafe {
+                Bulk::new(
+                    conn,
+                    &format!("rocpd_region{s}"),
+                    "nid, pid, tid, start, \"end\", name_id, event_id",
+                    "(?, ?, ?, ?, ?, ?, ?)",
+                )?
+            },
+            // SAFETY: as for `keep` above.
+            samples: unsafe {
+                Bulk::new(
+                    conn,
+                    &format!("rocpd_sample{s}"),
+                    "track_id, timestamp, event_id, extdata",
+                    "(?, ?, ?, '{\"weight_ns\":' || ? || '}')",
+                )?
+            },
             begin: keep(conn.prepare("BEGIN")?),
             commit: keep(conn.prepare("COMMIT")?),
         })
@@ -568,6 +589,11 @@ pub struct Writer {
     /// (samples carry no per-sample event data): call site → event id.
     /// Grows with the distinct stacks, like the call-site cache.
     sample_events: std::collections::HashMap<(usize, i64), i64>,
+    /// The event row shared by every region of a category that has no
+    /// args, stack or correlation id ([`Writer::append_region_shared`]):
+    /// (category id (0 for none), event id); a handful of categories, so a
+    /// scan beats hashing.
+    region_events: Vec<(i64, i64)>,
     totals: WriterTotals,
     finished: bool,
     /// Boxed so its address never changes while `stmts` borrow it.
@@ -770,6 +796,7 @@ impl Writer {
             sample_categories: [None; SampleKind::COUNT],
             cpu_agent: None,
             sample_events: std::collections::HashMap::new(),
+            region_events: Vec::new(),
             totals: WriterTotals::default(),
             finished: false,
         })
@@ -828,6 +855,7 @@ impl Writer {
     /// see the rows and a crash cannot lose them.
     pub fn flush(&mut self) -> Result<()> {
         if self.in_tx {
+            self.flush_bulk()?;
             self.stmts.commit.execute([]).at(&self.path)?;
             self.in_tx = false;
             self.totals.commits += 1;
@@ -835,6 +863,13 @@ impl Writer {
         self.rows_in_tx = 0;
         self.last_commit = Instant::now();
         Ok(())
+    }
+
+    /// Inserts the rows the multi-row inserts still hold (before a commit,
+    /// or before a statement that reads or changes their tables).
+    fn flush_bulk(&mut self) -> Result<()> {
+        self.stmts.regions.flush().at(&self.path)?;
+        self.stmts.samples.flush().at(&self.path)
     }
 
     /// Commits if the flush interval has passed since the last commit. Call
@@ -965,28 +1000,54 @@ impl Writer {
         Ok(EventId(id))
     }
 
-    /// Appends a completed region (its event row, args and region row).
+    /// Appends a completed region with an event row of its own (and its
+    /// args); returns that event, to which counter values
+    /// ([`Writer::append_pmc_event`]) may refer.
     pub fn append_region(&mut self, r: &Region<'_>) -> Result<EventId> {
         let ev = self.append_event(r.category, r.stack, r.correlation_id, r.args)?;
-        self.begin_row()?;
-        {
-            let st = &mut self.stmts.region;
-            {
-                st.execute(params![
-                    self.nid,
-                    self.proc_row,
-                    r.thread.0,
-                    i(r.start_ns),
-                    i(r.end_ns.max(r.start_ns)),
-                    r.name.0,
-                    ev.0
-                ])
-            }
-        }
-        .at(&self.path)?;
-        self.totals.regions += 1;
-        self.end_row(1)?;
+        self.push_region(r, ev)?;
         Ok(ev)
+    }
+
+    /// Appends a completed region, the way that costs least: a region
+    /// without args, stack or correlation id refers to the one event row
+    /// its category shares with every such region (one row per region, not
+    /// two); any other gets an event of its own as with
+    /// [`Writer::append_region`]. Nothing may be attached to the event
+    /// afterwards, so it is not returned.
+    pub fn append_region_shared(&mut self, r: &Region<'_>) -> Result<()> {
+        if !r.args.is_empty() || r.stack.is_some() || r.correlation_id.is_some() {
+            return self.append_region(r).map(|_| ());
+        }
+        let key = r.category.map_or(0, |c| c.0);
+        let ev = match self.region_events.iter().find(|(k, _)| *k == key) {
+            Some(&(_, id)) => EventId(id),
+            None => {
+                let ev = self.append_event(r.category, None, None, &[])?;
+                self.region_events.push((key, ev.0));
+                ev
+            }
+        };
+        self.push_region(r, ev)
+    }
+
+    /// The region row of `r`, whose event is `ev`.
+    fn push_region(&mut self, r: &Region<'_>, ev: EventId) -> Result<()> {
+        self.begin_row()?;
+        self.stmts
+            .regions
+            .push([
+                self.nid,
+                self.proc_row,
+                r.thread.0,
+                i(r.start_ns),
+                i(r.end_ns.max(r.start_ns)),
+                r.name.0,
+                ev.0,
+            ])
+            .at(&self.path)?;
+        self.totals.regions += 1;
+        self.end_row(1)
     }
 
     /// Adds a loaded module; frames refer to it by the returned id.
@@ -1098,16 +1159,10 @@ impl Writer {
             }
         };
         self.begin_row()?;
-        {
-            let st = &mut self.stmts.sample;
-            st.execute(params![
-                track.0,
-                i(sample.timestamp_ns),
-                ev.0,
-                i(sample.weight_ns)
-            ])
-        }
-        .at(&self.path)?;
+        self.stmts
+            .samples
+            .push([track.0, i(sample.timestamp_ns), ev.0, i(sample.weight_ns)])
+            .at(&self.path)?;
         self.totals.samples += 1;
         self.end_row(1)?;
         Ok(ev)
@@ -1131,6 +1186,7 @@ impl Writer {
             ]);
         }
         self.begin_row()?;
+        self.flush_bulk()?;
         let s = &self.suffix;
         let result = (|| {
             self.conn.execute_batch(
@@ -1605,9 +1661,7 @@ impl Drop for Writer {
             // Best effort: keep what was collected when the owner forgot
             // finish() or unwinds, and leave a plain file as finish() does;
             // errors cannot be reported from drop.
-            if self.in_tx {
-                let _ = self.conn.execute_batch("COMMIT");
-            }
+            let _ = self.flush();
             let _ = self.leave_wal();
         }
     }
