@@ -6,6 +6,7 @@ mod buffer;
 mod causal;
 mod clocks;
 mod db;
+mod events;
 mod export;
 mod kernel;
 mod metrics;
@@ -37,6 +38,8 @@ enum Command {
     Clocks(clocks::ClocksArgs),
     /// Profile database: writer vs raw inserts, peak RSS, merge rate.
     Db(db::DbArgs),
+    /// The event path end to end: regions through `strobe sample` beside uftrace.
+    Events(events::EventsArgs),
     /// Conversion throughput and peak RSS of the exporters (strobe-export).
     Export(export::ExportArgs),
     /// The kernel sampling backend's goals, side by side with `perf record --call-graph dwarf`.
@@ -72,6 +75,7 @@ fn main() -> anyhow::Result<()> {
         Command::Overhead(args) => overhead::run(&args),
         Command::Procs(args) => procs::run(&args),
         Command::Db(args) => db::run(args),
+        Command::Events(args) => events::run_events(&args),
         Command::Export(args) => export::run(args),
         Command::Sampling(args) => sampling::run(&args),
         Command::Tracing(args) => tracing::run(args),

@@ -479,8 +479,9 @@ pub struct FrameSymbols<'a> {
 /// The writer's prepared statements, one per insert kind, and the
 /// multi-row inserts of the two tables that take most rows.
 struct Stmts {
-    /// `rocpd_region`: nid, pid, tid, start, end, name_id, event_id.
-    regions: Bulk<7>,
+    /// `rocpd_region`: tid, start, end, name_id, event_id (nid and pid are
+    /// the process's, written into the statement).
+    regions: Bulk<5>,
     /// `rocpd_sample`: track_id, timestamp, event_id, weight (ns; stored as
     /// `{"weight_ns":N}` in extdata).
     samples: Bulk<4>,
@@ -508,7 +509,7 @@ impl Stmts {
     ///
     /// The statements borrow `conn` for `'static`: the caller must keep the
     /// connection at a fixed address (boxed) and drop the statements before it.
-    unsafe fn new(conn: &Connection, s: &str) -> rusqlite::Result<Stmts> {
+    unsafe fn new(conn: &Connection, s: &str, nid: i64, proc_row: i64) -> rusqlite::Result<Stmts> {
         fn keep(st: Statement<'_>) -> Statement<'static> {
             // SAFETY: see `Stmts::new`: the connection outlives the statement
             // and never moves (it lives in a Box owned by the same Writer,
@@ -535,7 +536,7 @@ impl Stmts {
                     conn,
                     &format!("rocpd_region{s}"),
                     "nid, pid, tid, start, \"end\", name_id, event_id",
-                    "(?, ?, ?, ?, ?, ?, ?)",
+                    &format!("({nid}, {proc_row}, ?, ?, ?, ?, ?)"),
                 )?
             },
             // SAFETY: as for `keep` above.
@@ -778,7 +779,7 @@ impl Writer {
         // SAFETY: `conn` is boxed and moved into the Writer together with
         // the statements; `stmts` is declared before `conn`, so it is
         // dropped first.
-        let stmts = unsafe { Stmts::new(&conn, &suffix) }.at(&path)?;
+        let stmts = unsafe { Stmts::new(&conn, &suffix, nid, proc_row) }.at(&path)?;
         Ok(Writer {
             stmts,
             conn,
@@ -1037,8 +1038,6 @@ impl Writer {
         self.stmts
             .regions
             .push([
-                self.nid,
-                self.proc_row,
                 r.thread.0,
                 i(r.start_ns),
                 i(r.end_ns.max(r.start_ns)),
