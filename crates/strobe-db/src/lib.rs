@@ -18,6 +18,7 @@
 
 mod bulk;
 pub mod causal;
+mod duration_stats;
 pub mod error;
 pub mod federation;
 pub mod identity;
@@ -27,6 +28,7 @@ pub mod merge;
 pub mod mpi;
 pub mod process;
 pub mod reader;
+mod region_scan;
 pub mod scan;
 pub mod schema;
 pub mod stream;

@@ -5,16 +5,21 @@
 //! per-function samples and the time they stand for (self and inclusive,
 //! on and off CPU, from each sample's weight) and per-thread totals.
 //! Memory grows with the number of distinct names, call stacks and threads,
-//! never with the number of rows: medians and deviations are computed in a
-//! second streaming pass over rows sorted by SQLite; sampled functions are
-//! folded one process at a time. [`tables`] computes every table at once
+//! never with the number of rows: regions are read raw by reader threads
+//! in two passes, the second keeping only the durations around each
+//! median ([`crate::region_scan`], [`crate::duration_stats`]); sampled
+//! functions are folded one process at a time. A profile read in place
+//! (many files) sorts its regions' durations in SQLite instead. [`tables`] computes every table at once
 //! (for a profile read in place, in one pass over its processes:
 //! `summary_fold`). It never formats or prints; the CLI, the Python package
 //! and exporters share it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
+
+use crate::duration_stats::{FirstPass, MedianTarget};
+use crate::region_scan;
 
 use crate::error::{Result, SqlContext};
 use crate::reader::Profile;
@@ -64,18 +69,32 @@ pub fn tables(p: &Profile, want: Want) -> Result<Tables> {
     }
     let counters = profile_counters(p)?;
     let has_counters = !counters.is_empty();
+    let by = want.by_process;
+    // One pass over the regions and one over the samples serve every table.
+    let region_pass = (want.regions || want.threads)
+        .then(|| region_scan::first_pass(p))
+        .transpose()?;
+    let mut functions = want.functions.then(FunctionFold::default);
+    let mut weights = want.threads.then(ThreadWeights::default);
+    if want.functions || want.threads {
+        crate::scan::for_each_process(p, sampling_period_ns(p), want.functions, &mut |ps| {
+            if let Some(f) = &mut functions {
+                f.add(&ps, by);
+            }
+            if let Some(w) = &mut weights {
+                w.add(&ps);
+            }
+            Ok(())
+        })?;
+    }
     Ok(Tables {
-        regions: want
-            .regions
-            .then(|| region_summary(p, want.by_process))
-            .transpose()?,
-        functions: want
-            .functions
-            .then(|| function_summary(p, want.by_process))
-            .transpose()?,
-        threads: want
-            .threads
-            .then(|| thread_summary(p, want.by_process))
+        regions: match (&region_pass, want.regions) {
+            (Some(scan), true) => Some(regions_of_scan(p, scan, by)?),
+            _ => None,
+        },
+        functions: functions.map(FunctionFold::finish),
+        threads: weights
+            .map(|w| threads_of(p, w.groups(), region_pass.as_ref(), by))
             .transpose()?,
         metrics: if has_counters {
             stored_metrics(p)?
@@ -197,7 +216,97 @@ struct Acc {
 /// Region statistics per name (per process and name with `by_process`),
 /// sorted by total time, largest first.
 pub fn region_summary(p: &Profile, by_process: bool) -> Result<Vec<StatRow>> {
-    duration_summary(p, "regions", "name", "duration", by_process)
+    if p.is_federated() {
+        return duration_summary(p, "regions", "name", "duration", by_process);
+    }
+    regions_of_scan(p, &region_scan::first_pass(p)?, by_process)
+}
+
+/// [`region_summary`] from the first pass of the raw region scan: groups
+/// per (process with `by_process`, name), their medians from the second
+/// pass.
+fn regions_of_scan(
+    p: &Profile,
+    scan: &region_scan::RegionScan,
+    by_process: bool,
+) -> Result<Vec<StatRow>> {
+    let key = |k: usize, name: &str| {
+        (
+            by_process.then(|| scan.sets[k].guid.clone()),
+            name.to_string(),
+        )
+    };
+    let mut groups: HashMap<GroupKey, (Option<i64>, FirstPass)> = HashMap::new();
+    for (k, set) in scan.sets.iter().enumerate() {
+        for (name, f) in &set.names {
+            let pid = if by_process { set.pid } else { None };
+            groups
+                .entry(key(k, name))
+                .or_insert((pid, FirstPass::default()))
+                .1
+                .merge(f);
+        }
+    }
+    let targets: HashMap<GroupKey, MedianTarget> = groups
+        .iter()
+        .map(|(g, (_, f))| (g.clone(), f.median_target()))
+        .collect();
+    let kept = region_scan::second_pass(p, scan, &|k, name| targets.get(&key(k, name)).copied())?;
+    let mut kept_by_group: HashMap<GroupKey, BTreeMap<i64, u64>> = HashMap::new();
+    for (k, names) in kept.into_iter().enumerate() {
+        for (name, values) in names {
+            let into = kept_by_group.entry(key(k, &name)).or_default();
+            for (v, c) in values {
+                *into.entry(v).or_default() += c;
+            }
+        }
+    }
+    let rows = groups
+        .into_iter()
+        .map(|(g, (pid, f))| {
+            let med_ns = kept_by_group
+                .get(&g)
+                .map_or(0.0, |kept| targets[&g].median(kept));
+            StatRow {
+                pid,
+                guid: g.0,
+                time_pct: 0.0,
+                total_ns: f.total,
+                instances: f.n,
+                avg_ns: f.mean(),
+                med_ns,
+                min_ns: f.min,
+                max_ns: f.max,
+                stddev_ns: f.stddev(),
+                name: g.1,
+            }
+        })
+        .collect();
+    Ok(with_shares(rows))
+}
+
+/// Sets each row's share of its process's (or the whole profile's) total
+/// and sorts: by process, then total time, largest first, then name.
+fn with_shares(mut rows: Vec<StatRow>) -> Vec<StatRow> {
+    let mut group_total: HashMap<Option<String>, i64> = HashMap::new();
+    for r in &rows {
+        *group_total.entry(r.guid.clone()).or_default() += r.total_ns;
+    }
+    for r in &mut rows {
+        let gt = group_total.get(&r.guid).copied().unwrap_or(0);
+        r.time_pct = if gt > 0 {
+            r.total_ns as f64 * 100.0 / gt as f64
+        } else {
+            0.0
+        };
+    }
+    rows.sort_by(|a, b| {
+        a.guid
+            .cmp(&b.guid)
+            .then(b.total_ns.cmp(&a.total_ns))
+            .then(a.name.cmp(&b.name))
+    });
+    rows
 }
 
 /// Duration statistics over any view with a name and a duration column.
@@ -287,44 +396,27 @@ pub(crate) fn duration_summary_on(
             a.idx += 1;
         }
     }
-    let mut group_total: HashMap<Option<String>, i64> = HashMap::new();
-    for ((guid, _), a) in &accs {
-        *group_total.entry(guid.clone()).or_default() += a.total;
-    }
-    let mut out: Vec<StatRow> = accs
+    let rows = accs
         .into_iter()
-        .map(|((guid, name), a)| {
-            let gt = group_total.get(&guid).copied().unwrap_or(0);
-            StatRow {
-                pid: a.pid,
-                time_pct: if gt > 0 {
-                    a.total as f64 * 100.0 / gt as f64
-                } else {
-                    0.0
-                },
-                total_ns: a.total,
-                instances: a.n,
-                avg_ns: a.mean,
-                med_ns: (a.med_lo + a.med_hi) / 2.0,
-                min_ns: a.min,
-                max_ns: a.max,
-                stddev_ns: if a.n > 1 {
-                    (a.sq / (a.n - 1) as f64).sqrt()
-                } else {
-                    0.0
-                },
-                guid,
-                name,
-            }
+        .map(|((guid, name), a)| StatRow {
+            pid: a.pid,
+            time_pct: 0.0,
+            total_ns: a.total,
+            instances: a.n,
+            avg_ns: a.mean,
+            med_ns: (a.med_lo + a.med_hi) / 2.0,
+            min_ns: a.min,
+            max_ns: a.max,
+            stddev_ns: if a.n > 1 {
+                (a.sq / (a.n - 1) as f64).sqrt()
+            } else {
+                0.0
+            },
+            guid,
+            name,
         })
         .collect();
-    out.sort_by(|a, b| {
-        a.guid
-            .cmp(&b.guid)
-            .then(b.total_ns.cmp(&a.total_ns))
-            .then(a.name.cmp(&b.name))
-    });
-    Ok(out)
+    Ok(with_shares(rows))
 }
 
 /// Samples and the time they stand for, on and off CPU.
@@ -428,11 +520,23 @@ type WeightGroup = (String, i64, Option<i64>, Weights);
 /// counts one sampling period, as in the exports). Memory grows with
 /// threads, one process's stacks at a time.
 fn thread_weights(p: &Profile) -> Result<Vec<WeightGroup>> {
-    let mut out: std::collections::BTreeMap<(String, Option<i64>), (i64, Weights)> =
-        Default::default();
+    let mut weights = ThreadWeights::default();
     crate::scan::for_each_process(p, sampling_period_ns(p), false, &mut |ps| {
-        for g in ps.groups {
-            let e = out
+        weights.add(&ps);
+        Ok(())
+    })?;
+    Ok(weights.groups())
+}
+
+/// Sample weights summed per (process, thread), one process at a time.
+#[derive(Default)]
+struct ThreadWeights(std::collections::BTreeMap<(String, Option<i64>), (i64, Weights)>);
+
+impl ThreadWeights {
+    fn add(&mut self, ps: &crate::scan::ProcessSamples) {
+        for g in &ps.groups {
+            let e = self
+                .0
                 .entry((g.guid.to_string(), Some(g.tid)))
                 .or_insert((g.pid, Weights::default()));
             e.1.add(&Weights {
@@ -441,12 +545,14 @@ fn thread_weights(p: &Profile) -> Result<Vec<WeightGroup>> {
                 off_cpu_ns: g.off_cpu_ns,
             });
         }
-        Ok(())
-    })?;
-    Ok(out
-        .into_iter()
-        .map(|((guid, key), (pid, w))| (guid, pid, key, w))
-        .collect())
+    }
+
+    fn groups(self) -> Vec<WeightGroup> {
+        self.0
+            .into_iter()
+            .map(|((guid, key), (pid, w))| (guid, pid, key, w))
+            .collect()
+    }
 }
 
 /// Sampled functions: self and inclusive samples and time per function
@@ -570,6 +676,22 @@ impl FunctionFold {
 /// lifetime. Shares are of all samples (of the thread's process with
 /// `by_process`). Sorted by samples, then region time.
 pub fn thread_summary(p: &Profile, by_process: bool) -> Result<Vec<ThreadRow>> {
+    let regions = if p.is_federated() {
+        None
+    } else {
+        Some(region_scan::first_pass(p)?)
+    };
+    threads_of(p, thread_weights(p)?, regions.as_ref(), by_process)
+}
+
+/// [`thread_summary`] from the sample weights per thread and, unless the
+/// profile is read in place, the first pass of the region scan.
+fn threads_of(
+    p: &Profile,
+    weights: Vec<WeightGroup>,
+    regions: Option<&region_scan::RegionScan>,
+    by_process: bool,
+) -> Result<Vec<ThreadRow>> {
     let conn = p.connection();
     let path = p.files().first().cloned().unwrap_or_default();
     let mut rows: HashMap<(String, i64), ThreadRow> = HashMap::new();
@@ -600,14 +722,23 @@ pub fn thread_summary(p: &Profile, by_process: bool) -> Result<Vec<ThreadRow>> {
             );
         }
     }
-    for (guid, _, tid, w) in thread_weights(p)? {
+    for (guid, _, tid, w) in weights {
         if let Some(t) = rows.get_mut(&(guid, tid.unwrap_or(-1))) {
             t.samples = w.samples;
             t.sampled_ns = w.ns;
             t.off_cpu_ns = w.off_cpu_ns;
         }
     }
-    {
+    if let Some(scan) = regions {
+        for set in &scan.sets {
+            for (tid, (n, total)) in &set.threads {
+                if let Some(t) = rows.get_mut(&(set.guid.clone(), *tid)) {
+                    t.regions = *n;
+                    t.region_total_ns = *total;
+                }
+            }
+        }
+    } else {
         let mut st = conn
             .prepare("SELECT guid, tid, COUNT(*), SUM(duration) FROM regions GROUP BY guid, tid")
             .at(&path)?;

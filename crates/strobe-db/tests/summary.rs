@@ -397,3 +397,118 @@ fn counters_point_at_the_cpu_agent_as_rocpd_views_expect() {
         .unwrap();
     assert_eq!(agents, 1, "one CPU agent, however many counters");
 }
+
+/// Writes `regions` regions of 5 names on 3 threads of process `pid`, with
+/// durations spread over many powers of two (and many equal ones), some
+/// regions sharing their category's event and some with events of their
+/// own.
+fn write_many(path: &std::path::Path, pid: u32, regions: u64, seed: u64) {
+    let mut w = strobe_db::Writer::create(path, &common::process(pid), common::opts()).unwrap();
+    let threads: Vec<_> = (0..3)
+        .map(|k| {
+            w.add_thread(&strobe_db::ThreadInfo {
+                tid: pid * 10 + k,
+                name: None,
+                start_ns: Some(0),
+            })
+            .unwrap()
+        })
+        .collect();
+    let names: Vec<_> = ["alpha", "beta", "gamma", "delta", "epsilon"]
+        .iter()
+        .map(|n| w.intern_string(n).unwrap())
+        .collect();
+    let category = w.intern_string("user").unwrap();
+    let mut x = seed | 1;
+    for k in 0..regions {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let d = match k % 5 {
+            0 => 1_000,
+            1 => x % 64,
+            2 => x % (1 << (x % 40)),
+            3 => 1_000_000 + x % 4096,
+            _ => x % 10_000_000_000,
+        };
+        let r = strobe_db::Region {
+            thread: threads[(x % 3) as usize],
+            start_ns: 1_000 + k * 10,
+            end_ns: 1_000 + k * 10 + d,
+            name: names[((x >> 8) % 5) as usize],
+            category: Some(category),
+            stack: None,
+            correlation_id: None,
+            args: &[],
+        };
+        if k % 7 == 0 {
+            w.append_region(&r).unwrap();
+        } else {
+            w.append_region_shared(&r).unwrap();
+        }
+    }
+    w.finish(1_000 + regions * 10 + 20_000_000_000).unwrap();
+}
+
+#[test]
+fn the_region_scan_agrees_with_sql_over_the_regions_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.db");
+    let b = dir.path().join("b.db");
+    write_many(&a, 41, 30_001, 7);
+    write_many(&b, 42, 20_000, 11);
+    let mut p = Profile::open(&[a.to_str().unwrap(), b.to_str().unwrap()]).unwrap();
+    for window in [None, Some((50_000u64, 150_000u64))] {
+        if let Some((s, e)) = window {
+            p.set_window(
+                Some(strobe_db::TimeBound::Ns(s as i64)),
+                Some(strobe_db::TimeBound::Ns(e as i64)),
+            )
+            .unwrap();
+        }
+        for by_process in [false, true] {
+            let scanned = region_summary(&p, by_process).unwrap();
+            let by_sql =
+                strobe_db::summary::duration_summary(&p, "regions", "name", "duration", by_process)
+                    .unwrap();
+            assert_eq!(scanned.len(), by_sql.len(), "{window:?} {by_process}");
+            assert!(scanned.len() >= 5);
+            for (s, q) in scanned.iter().zip(&by_sql) {
+                let what = format!("{} ({window:?}, by process {by_process})", q.name);
+                assert_eq!(
+                    (
+                        &s.guid,
+                        s.pid,
+                        &s.name,
+                        s.total_ns,
+                        s.instances,
+                        s.min_ns,
+                        s.max_ns
+                    ),
+                    (
+                        &q.guid,
+                        q.pid,
+                        &q.name,
+                        q.total_ns,
+                        q.instances,
+                        q.min_ns,
+                        q.max_ns
+                    ),
+                    "{what}"
+                );
+                assert_eq!(s.med_ns, q.med_ns, "median of {what}");
+                assert!(close(s.time_pct, q.time_pct), "{what}");
+                assert!(
+                    (s.avg_ns - q.avg_ns).abs() <= 1e-9 * q.avg_ns.abs().max(1.0),
+                    "{what}"
+                );
+                assert!(
+                    (s.stddev_ns - q.stddev_ns).abs() <= 1e-9 * q.stddev_ns.max(1.0),
+                    "deviation of {what}: {} vs {}",
+                    s.stddev_ns,
+                    q.stddev_ns
+                );
+            }
+        }
+    }
+}

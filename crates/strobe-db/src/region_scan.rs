@@ -1,0 +1,294 @@
+//! The raw scan of a profile's regions for the summary.
+//!
+//! Owns reading `rocpd_region` of every process (a large process in two
+//! row-id halves) on reader threads of their own ([`crate::scan`]'s worker
+//! pool and connections) without the `regions` view's joins, sort or
+//! grouping: per region name the first pass of [`crate::duration_stats`],
+//! per thread the regions and their summed time, then a second pass that
+//! keeps the durations around each name's median. Rows count exactly as
+//! the `regions` view counts them: those with an event, a named string and
+//! a known thread, within the profile's time window. It never writes and
+//! never formats.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::duration_stats::{FirstPass, MedianTarget};
+use crate::scan::{ordered_parallel, qerr, split_point, with_file, IdMap, Window};
+use crate::{Profile, Result};
+
+/// The region statistics of a profile, per process set.
+pub(crate) struct RegionScan {
+    /// Per set: process (OS pid, guid), and per name the statistics.
+    pub(crate) sets: Vec<SetRegions>,
+}
+
+/// One process's regions.
+pub(crate) struct SetRegions {
+    pub(crate) pid: Option<i64>,
+    pub(crate) guid: String,
+    /// Name → first-pass statistics.
+    pub(crate) names: HashMap<String, FirstPass>,
+    /// OS tid → (regions, summed duration).
+    pub(crate) threads: HashMap<i64, (u64, i64)>,
+    /// Name id → name, thread row → OS tid (for the second pass).
+    name_of: IdMap<i64, String>,
+    tid_of: IdMap<i64, i64>,
+}
+
+/// A work item: a set and a row-id range of its regions.
+type Item = (usize, Window);
+
+/// What the reader threads need of a profile (which is not `Sync`): the
+/// sets, their files, the window and the work items.
+struct Plan {
+    sets: Vec<(crate::schema::TableSet, String)>,
+    files: Vec<std::path::PathBuf>,
+    window: Window,
+    work: Vec<Item>,
+}
+
+impl Plan {
+    fn of(p: &Profile) -> Result<Plan> {
+        let sets = p.table_sets();
+        Ok(Plan {
+            files: (0..sets.len())
+                .map(|k| p.set_file(k).to_path_buf())
+                .collect(),
+            sets,
+            window: p.window(),
+            work: items(p)?,
+        })
+    }
+
+    /// Streams `cols` of item `i`'s regions to `each`.
+    fn each_row(
+        &self,
+        i: usize,
+        cols: &str,
+        each: &mut dyn FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<()>,
+    ) -> Result<()> {
+        let (k, rows) = self.work[i];
+        let ts = &self.sets[k].0;
+        with_file(&self.files[k], ts, |conn| {
+            let q = sql(self.window, &ts.schema, &ts.suffix, rows, cols);
+            let mut st = conn.prepare(&q).map_err(qerr(&q))?;
+            let mut rs = st.query([]).map_err(qerr(&q))?;
+            while let Some(r) = rs.next().map_err(qerr(&q))? {
+                each(r).map_err(qerr(&q))?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// The items of `p`: one per process, two for a large one when the inputs
+/// are attached.
+fn items(p: &Profile) -> Result<Vec<Item>> {
+    let mut out = Vec::new();
+    for (k, (ts, _)) in p.table_sets().iter().enumerate() {
+        let split = if p.is_federated() {
+            None
+        } else {
+            split_point(
+                p.connection(),
+                &ts.schema,
+                &format!("rocpd_region{}", ts.suffix),
+            )?
+        };
+        match split {
+            Some(mid) => {
+                out.push((k, (None, Some(mid))));
+                out.push((k, (Some(mid), None)));
+            }
+            None => out.push((k, (None, None))),
+        }
+    }
+    Ok(out)
+}
+
+/// `SELECT <cols>` over the regions of one item that the `regions` view
+/// shows (those with an event), within the profile's window.
+fn sql(window: Window, sc: &str, sf: &str, rows: Window, cols: &str) -> String {
+    let mut wh = vec!["event_id IS NOT NULL".to_string()];
+    let (lo, hi) = window;
+    if let Some(lo) = lo {
+        wh.push(format!("\"end\" >= {lo}"));
+    }
+    if let Some(hi) = hi {
+        wh.push(format!("start <= {hi}"));
+    }
+    if let Some(a) = rows.0 {
+        wh.push(format!("rowid >= {a}"));
+    }
+    if let Some(b) = rows.1 {
+        wh.push(format!("rowid < {b}"));
+    }
+    format!(
+        "SELECT {cols} FROM \"{sc}\".\"rocpd_region{sf}\" WHERE {}",
+        wh.join(" AND ")
+    )
+}
+
+/// Per (name id, thread row) the first pass (the thread kept so that
+/// [`label`] can leave out the rows of unknown threads, as the view's join
+/// does), per thread row (regions, summed duration).
+type Part = (IdMap<(i64, i64), FirstPass>, IdMap<i64, (u64, i64)>);
+
+/// The first pass over every region of `p`.
+pub(crate) fn first_pass(p: &Profile) -> Result<RegionScan> {
+    let plan = Plan::of(p)?;
+    let scan = |i: usize| -> Result<Part> {
+        let (mut names, mut threads): Part = Default::default();
+        plan.each_row(i, "name_id, tid, \"end\" - start", &mut |r| {
+            let (name, tid, d): (i64, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
+            names.entry((name, tid)).or_default().add(d);
+            let t = threads.entry(tid).or_default();
+            t.0 += 1;
+            t.1 = t.1.saturating_add(d);
+            Ok(())
+        })?;
+        Ok((names, threads))
+    };
+    let mut parts: Vec<Option<Part>> = (0..plan.sets.len()).map(|_| None).collect();
+    ordered_parallel(plan.work.len(), &scan, &mut |i, part| {
+        let k = plan.work[i].0;
+        match &mut parts[k] {
+            None => parts[k] = Some(part),
+            Some((names, threads)) => {
+                for (id, f) in part.0 {
+                    names.entry(id).or_default().merge(&f);
+                }
+                for (tid, (n, d)) in part.1 {
+                    let t = threads.entry(tid).or_default();
+                    t.0 += n;
+                    t.1 = t.1.saturating_add(d);
+                }
+            }
+        }
+        Ok(())
+    })?;
+    let mut out = Vec::with_capacity(plan.sets.len());
+    for (k, ((ts, guid), part)) in plan.sets.iter().zip(parts).enumerate() {
+        let (names, threads) = part.unwrap_or_default();
+        out.push(p.with_set_connection(k, |conn| {
+            label(conn, &ts.schema, &ts.suffix, guid, names, threads)
+        })?);
+    }
+    Ok(RegionScan { sets: out })
+}
+
+/// Names the ids of one set's first pass (ids without a string, and
+/// regions of unknown threads, left out as the view's joins leave them).
+fn label(
+    conn: &rusqlite::Connection,
+    sc: &str,
+    sf: &str,
+    guid: &str,
+    names: IdMap<(i64, i64), FirstPass>,
+    threads: IdMap<i64, (u64, i64)>,
+) -> Result<SetRegions> {
+    let q = format!("SELECT id, tid FROM \"{sc}\".\"rocpd_info_thread{sf}\"");
+    let mut tid_of = IdMap::default();
+    {
+        let mut st = conn.prepare(&q).map_err(qerr(&q))?;
+        let mut rs = st.query([]).map_err(qerr(&q))?;
+        while let Some(r) = rs.next().map_err(qerr(&q))? {
+            tid_of.insert(r.get(0).map_err(qerr(&q))?, r.get(1).map_err(qerr(&q))?);
+        }
+    }
+    let q = format!("SELECT string FROM \"{sc}\".\"rocpd_string{sf}\" WHERE id = ?1");
+    let mut name_of: IdMap<i64, String> = IdMap::default();
+    let mut by_name: HashMap<String, FirstPass> = HashMap::new();
+    {
+        let mut st = conn.prepare(&q).map_err(qerr(&q))?;
+        for ((id, thread), f) in names {
+            if !tid_of.contains_key(&thread) {
+                continue;
+            }
+            if let Some(name) = name_of.get(&id) {
+                by_name.entry(name.clone()).or_default().merge(&f);
+                continue;
+            }
+            let name: Option<String> = st
+                .query_row([id], |r| r.get(0))
+                .map(Some)
+                .or_else(|e| match e {
+                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                    e => Err(e),
+                })
+                .map_err(qerr(&q))?;
+            let Some(name) = name else { continue };
+            by_name.entry(name.clone()).or_default().merge(&f);
+            name_of.insert(id, name);
+        }
+    }
+    let q = format!("SELECT MIN(pid) FROM \"{sc}\".\"rocpd_info_process{sf}\"");
+    let pid = conn.query_row(&q, [], |r| r.get(0)).map_err(qerr(&q))?;
+    let threads = threads
+        .into_iter()
+        .filter_map(|(row, v)| tid_of.get(&row).map(|tid| (*tid, v)))
+        .collect();
+    Ok(SetRegions {
+        pid,
+        guid: guid.to_string(),
+        names: by_name,
+        threads,
+        name_of,
+        tid_of,
+    })
+}
+
+/// The second pass: per set, name → the durations (value → count) that
+/// `target` of the set's name wants.
+pub(crate) fn second_pass(
+    p: &Profile,
+    scan: &RegionScan,
+    target: &dyn Fn(usize, &str) -> Option<MedianTarget>,
+) -> Result<Vec<HashMap<String, BTreeMap<i64, u64>>>> {
+    let plan = Plan::of(p)?;
+    // Per set: name id → (target, name).
+    let wanted: Vec<IdMap<i64, (MedianTarget, &str)>> = scan
+        .sets
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            s.name_of
+                .iter()
+                .filter_map(|(id, name)| target(k, name).map(|t| (*id, (t, name.as_str()))))
+                .collect()
+        })
+        .collect();
+    let keep = |i: usize| -> Result<IdMap<i64, BTreeMap<i64, u64>>> {
+        let k = plan.work[i].0;
+        let (want, tids) = (&wanted[k], &scan.sets[k].tid_of);
+        let mut kept: IdMap<i64, BTreeMap<i64, u64>> = IdMap::default();
+        plan.each_row(i, "name_id, tid, \"end\" - start", &mut |r| {
+            let id: i64 = r.get(0)?;
+            let Some((t, _)) = want.get(&id) else {
+                return Ok(());
+            };
+            let d: i64 = r.get(2)?;
+            if t.wants(d) && tids.contains_key(&r.get::<_, i64>(1)?) {
+                *kept.entry(id).or_default().entry(d).or_default() += 1;
+            }
+            Ok(())
+        })?;
+        Ok(kept)
+    };
+    let mut out: Vec<HashMap<String, BTreeMap<i64, u64>>> =
+        (0..plan.sets.len()).map(|_| HashMap::new()).collect();
+    ordered_parallel(plan.work.len(), &keep, &mut |i, kept| {
+        let k = plan.work[i].0;
+        for (id, values) in kept {
+            let Some((_, name)) = wanted[k].get(&id) else {
+                continue;
+            };
+            let into = out[k].entry(name.to_string()).or_default();
+            for (v, c) in values {
+                *into.entry(v).or_default() += c;
+            }
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
