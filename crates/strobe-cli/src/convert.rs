@@ -388,6 +388,10 @@ pub fn run(mut a: ConvertArgs) -> anyhow::Result<()> {
             path.display(),
             t0.elapsed().as_secs_f64()
         );
+        let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+        if let Some(warning) = f.too_large(&path, bytes) {
+            say!("strobe: {warning}");
+        }
     }
     Ok(())
 }

@@ -71,6 +71,67 @@ impl Format {
     }
 }
 
+/// What the viewers of a format open: the largest file they load and who
+/// they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ViewerLimit {
+    /// Bytes above which the viewers fail or give up.
+    pub bytes: u64,
+    /// The viewers, as a user knows them.
+    pub viewers: &'static str,
+    /// What to use instead.
+    pub instead: &'static str,
+}
+
+impl Format {
+    /// The file size the viewers this format is for can open, for formats
+    /// whose viewers have one (browsers hold a JSON file as one string,
+    /// capped at 512 MiB to 1 GiB; the Perfetto UI keeps a trace in 2 GiB of
+    /// WebAssembly memory).
+    pub fn viewer_limit(self) -> Option<ViewerLimit> {
+        match self {
+            Format::Chrome => Some(ViewerLimit {
+                bytes: 512 << 20,
+                viewers: "the Perfetto UI, chrome://tracing and speedscope",
+                instead: "-f pftrace (Perfetto) or -f firefox",
+            }),
+            Format::Firefox => Some(ViewerLimit {
+                bytes: 512 << 20,
+                viewers: "the Firefox Profiler",
+                instead: "-f pftrace (Perfetto)",
+            }),
+            Format::Perfetto => Some(ViewerLimit {
+                bytes: 2 << 30,
+                viewers: "the Perfetto UI in a browser",
+                instead: "trace_processor --httpd beside the UI, or -f parquet for SQL",
+            }),
+            Format::Svg => Some(ViewerLimit {
+                bytes: 128 << 20,
+                viewers: "web browsers",
+                instead: "-f folded or -f pprof",
+            }),
+            Format::Folded | Format::Pprof | Format::Csv | Format::Parquet => None,
+        }
+    }
+
+    /// What to tell the user when a file of this format at `path` came out
+    /// `bytes` long: `None` when its viewers open it.
+    pub fn too_large(self, path: &std::path::Path, bytes: u64) -> Option<String> {
+        let limit = self.viewer_limit()?;
+        (bytes > limit.bytes).then(|| {
+            format!(
+                "{} is {:.1} GiB, more than {} open (about {} MiB): choose a time window \
+                 (--start/--end or --start-marker/--end-marker), or use {}",
+                path.display(),
+                bytes as f64 / f64::from(1u32 << 30),
+                limit.viewers,
+                limit.bytes >> 20,
+                limit.instead
+            )
+        })
+    }
+}
+
 impl FromStr for Format {
     type Err = ExportError;
     fn from_str(s: &str) -> Result<Format, ExportError> {
@@ -85,5 +146,24 @@ impl FromStr for Format {
             "parquet" | "pq" => Format::Parquet,
             _ => return Err(ExportError::UnknownFormat(s.to_string())),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_past_what_their_viewers_open_are_named_with_a_way_out() {
+        let path = std::path::Path::new("run.trace.json");
+        assert_eq!(Format::Chrome.too_large(path, 512 << 20), None);
+        let said = Format::Chrome.too_large(path, 5 << 30).unwrap();
+        assert!(said.starts_with("run.trace.json is 5.0 GiB"), "{said}");
+        assert!(said.contains("--start") && said.contains("-f pftrace"), "{said}");
+        assert!(Format::Perfetto.too_large(path, 3 << 30).is_some());
+        assert_eq!(Format::Perfetto.too_large(path, 1 << 30), None);
+        // Formats read by tools rather than a browser have no limit.
+        assert_eq!(Format::Parquet.too_large(path, u64::MAX), None);
+        assert_eq!(Format::Folded.too_large(path, u64::MAX), None);
     }
 }
