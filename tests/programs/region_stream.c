@@ -4,12 +4,15 @@
  * (by end, hence by row id: leaf_a, leaf_b, mid, leaf_a, …; leaves inside
  * their mid), then, for the last N mod 3, single leaf_a regions.
  *
- *   region_stream N [THREADS] [PAUSE_US]
+ *   region_stream N [THREADS] [PAUSE_US] [SLOW_EVERY]
  *
  * THREADS threads (default 1) each make N regions. With PAUSE_US, each
  * thread sleeps that long after every 1000 calls of mid() and prints
  * "<thread> <regions done> <CLOCK_MONOTONIC ns>" to stdout (flushed), so
- * a test knows when which regions had ended. With REGION_STREAM_TIME in
+ * a test knows when which regions had ended. With SLOW_EVERY, every
+ * SLOW_EVERY-th call of leaf_b on each thread lasts 50 µs (a busy wait),
+ * the others well under 1 µs: a time filter between the two keeps exactly
+ * those calls and their mid. With REGION_STREAM_TIME in
  * the environment it prints "own_ns <ns>" to stderr at the end: the time
  * from the first region to the last. Built with -DREGION_STREAM_PLAIN it
  * makes the same calls without the user API (for function tracers such as
@@ -28,11 +31,20 @@
 
 static long regions;
 static long pause_us;
+static long slow_every;
 static pthread_mutex_t out = PTHREAD_MUTEX_INITIALIZER;
 static volatile long sink;
 
 __attribute__((noinline)) static void leaf_a(long i) { sink += i; }
-__attribute__((noinline)) static void leaf_b(long i) { sink ^= i; }
+static unsigned long long now_ns(void);
+
+__attribute__((noinline)) static void leaf_b(long i) {
+    sink ^= i;
+    if (slow_every > 0 && (i + 1) % slow_every == 0) {
+        unsigned long long until = now_ns() + 50000;
+        while (now_ns() < until) sink++;
+    }
+}
 
 __attribute__((noinline)) static void mid(long i) {
     strobe_push_region("leaf_a");
@@ -75,6 +87,7 @@ int main(int argc, char **argv) {
     regions = argc > 1 ? atol(argv[1]) : 3000;
     long threads = argc > 2 ? atol(argv[2]) : 1;
     pause_us = argc > 3 ? atol(argv[3]) : 0;
+    slow_every = argc > 4 ? atol(argv[4]) : 0;
     if (regions < 0 || threads < 1 || threads > 64) {
         fprintf(stderr, "usage: region_stream N [THREADS 1-64] [PAUSE_US]\n");
         return 2;

@@ -327,6 +327,7 @@ pub fn collector_options(
         counters: counters.counters.clone(),
         metrics: counters.metrics.clone(),
         process_sampling_hz: settings.float(Key::ProcessSamplingFreq),
+        time_filter_ns: settings.duration_ns(Key::TraceTimeFilter),
         causal: None,
         settings: settings
             .iter()

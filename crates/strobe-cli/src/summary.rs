@@ -91,20 +91,20 @@ fn proc_cols(by: bool) -> Vec<String> {
 }
 
 fn region_table(rows: &[StatRow], by: bool) -> (Vec<String>, Vec<Vec<Cell>>) {
+    // A time filter's exact counts add two columns.
+    let counted = rows.iter().any(|r| r.counted.is_some());
     let mut cols = proc_cols(by);
     cols.extend(
-        [
-            "Time (%)",
-            "Total Time (ns)",
-            "Instances",
-            "Avg (ns)",
-            "Med (ns)",
-            "Min (ns)",
-            "Max (ns)",
-            "StdDev (ns)",
-            "Name",
-        ]
-        .map(String::from),
+        ["Time (%)", "Total Time (ns)", "Instances", "Avg (ns)"]
+            .into_iter()
+            .chain(
+                counted
+                    .then_some(["Self (ns)", "Stored"])
+                    .into_iter()
+                    .flatten(),
+            )
+            .chain(["Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)", "Name"])
+            .map(String::from),
     );
     let body = rows
         .iter()
@@ -119,6 +119,14 @@ fn region_table(rows: &[StatRow], by: bool) -> (Vec<String>, Vec<Vec<Cell>>) {
                 Cell::Int(r.total_ns),
                 Cell::Int(r.instances as i64),
                 Cell::Fixed(r.avg_ns, 1),
+            ]);
+            if counted {
+                match r.counted {
+                    Some(k) => c.extend([Cell::Int(k.self_ns), Cell::Int(k.stored as i64)]),
+                    None => c.extend([Cell::Null, Cell::Int(r.instances as i64)]),
+                }
+            }
+            c.extend([
                 Cell::Fixed(r.med_ns, 1),
                 Cell::Int(r.min_ns),
                 Cell::Int(r.max_ns),
@@ -609,7 +617,14 @@ pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut tables = Vec::new();
     if let Some(r) = &regions {
         let groups: Vec<_> = r.iter().map(|x| by(x.pid)).collect();
-        tables.push(("regions", "Regions", region_table(r, a.by_process), groups));
+        let title = if r.iter().any(|x| x.counted.is_some()) {
+            "Regions (a time filter stored only the longer user-API regions: instances, total, \
+             average and self time count every one; median, minimum, maximum and deviation \
+             describe the stored ones)"
+        } else {
+            "Regions"
+        };
+        tables.push(("regions", title, region_table(r, a.by_process), groups));
     }
     let table = fmt == Format::Table;
     if let (Some(c), Some(r)) = (&columns, &region_counters) {

@@ -15,6 +15,9 @@ use std::time::Duration;
 /// One region row as the test reads it: name, start, end.
 type Row = (String, i64, i64);
 
+/// One `strobe_region_stats` row: calls, total, self, kept.
+type Calls = (u64, i64, i64, u64);
+
 /// Every region of the database, per OS thread, in row-id order.
 fn regions_by_thread(db: &Path) -> HashMap<i64, Vec<Row>> {
     let conn = rusqlite::Connection::open(db).expect("the database opens");
@@ -188,4 +191,133 @@ fn a_killed_collector_keeps_every_region_older_than_a_second() {
         "the database holds {} regions; {older} had ended more than 1 s before the kill",
         rows.len()
     );
+}
+
+#[test]
+fn a_time_filter_stores_the_long_regions_and_counts_every_one_exactly() {
+    let _turn = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let program = build_program(dir.path(), "region_stream");
+    let out = dir.path().join("out");
+    // 2 threads × 30 000 regions (10 000 calls of mid, each with leaf_a and
+    // leaf_b); every 100th leaf_b lasts 50 µs, the rest well under 10 µs.
+    let (regions, threads, slow_every) = (30_000u64, 2usize, 100u64);
+    let mut cmd = strobe_command();
+    cmd.args([
+        "sample",
+        "-q",
+        "--no-symbols",
+        "--trace-time-filter",
+        "10us",
+        "--output-dir",
+    ])
+    .arg(&out)
+    .arg("--")
+    .arg(&program)
+    .args([
+        regions.to_string(),
+        threads.to_string(),
+        "0".into(),
+        slow_every.to_string(),
+    ]);
+    let run = run_bounded(cmd, Duration::from_secs(300));
+    assert!(run.status.success(), "{}", stderr(&run));
+    let dbs = databases(&out);
+    assert_eq!(dbs.len(), 1, "{dbs:?}");
+    let calls = regions / 3;
+    let slow = calls / slow_every;
+    // The database keeps the regions of 10 µs or more: every slow leaf_b
+    // and its mid, and whatever else a preemption stretched that far.
+    let by_thread = regions_by_thread(&dbs[0]);
+    assert_eq!(by_thread.len(), threads);
+    let mut stored: HashMap<(i64, String), u64> = HashMap::new();
+    for (tid, rows) in &by_thread {
+        assert!(
+            rows.iter().all(|r| r.2 - r.1 >= 10_000),
+            "only regions of 10 µs or more"
+        );
+        for r in rows {
+            *stored.entry((*tid, r.0.clone())).or_default() += 1;
+        }
+    }
+    // Every call is counted, per thread and name, exactly as the program made them.
+    let conn = rusqlite::Connection::open(&dbs[0]).unwrap();
+    let mut st = conn
+        .prepare(
+            "SELECT T.tid, S.string, C.calls, C.total_ns, C.self_ns, C.kept FROM strobe_region_stats C \
+             JOIN rocpd_string S ON S.id = C.name_id JOIN rocpd_info_thread T ON T.id = C.thread_id",
+        )
+        .unwrap();
+    let stats: Vec<(i64, String, u64, i64, i64, u64)> = st
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(stats.len(), 3 * threads, "{stats:?}");
+    let mut per_thread: HashMap<i64, HashMap<String, Calls>> = HashMap::new();
+    for (tid, name, c, total, own, kept) in stats {
+        per_thread
+            .entry(tid)
+            .or_default()
+            .insert(name, (c, total, own, kept));
+    }
+    let mut stored_by_name: HashMap<String, u64> = HashMap::new();
+    for (tid, names) in &per_thread {
+        for (name, c) in names {
+            let rows = stored.get(&(*tid, name.clone())).copied().unwrap_or(0);
+            assert_eq!(c.3, rows, "{name} on {tid}: stored count");
+            *stored_by_name.entry(name.clone()).or_default() += rows;
+        }
+        let (a, b, m) = (&names["leaf_a"], &names["leaf_b"], &names["mid"]);
+        assert_eq!((a.0, b.0, m.0), (calls, calls, calls), "calls on {tid}");
+        assert!(
+            b.3 >= slow && m.3 >= slow,
+            "every slow call stored on {tid}"
+        );
+        assert!(
+            b.3 < calls / 2 && m.3 < calls / 2,
+            "most calls filtered out on {tid}"
+        );
+        // Leaves have nothing nested; mid's own time is its total less theirs.
+        assert_eq!((a.2, b.2), (a.1, b.1), "self time of leaves on {tid}");
+        assert_eq!(m.1 - m.2, a.1 + b.1, "self time of mid on {tid}");
+        assert!(
+            b.1 >= (slow * 50_000) as i64,
+            "leaf_b's total holds the slow calls"
+        );
+    }
+    // `strobe summary` shows the exact figures whatever the filter kept.
+    let mut cmd = strobe_command();
+    cmd.args(["summary", "--report", "regions", "--format", "csv", "-i"])
+        .arg(&dbs[0]);
+    let summary = run_bounded(cmd, Duration::from_secs(60));
+    assert!(summary.status.success(), "{}", stderr(&summary));
+    let text = String::from_utf8_lossy(&summary.stdout).into_owned();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .collect();
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| h.contains(name))
+            .unwrap_or_else(|| panic!("{name} in {header:?}"))
+    };
+    let (instances, stored_col, name) = (col("Instances"), col("Stored"), col("Name"));
+    assert_eq!(lines.len(), 4, "{text}");
+    for line in &lines[1..] {
+        let f: Vec<&str> = line.split(',').collect();
+        assert_eq!(f[instances], (calls * threads as u64).to_string(), "{line}");
+        assert_eq!(f[stored_col], stored_by_name[f[name]].to_string(), "{line}");
+    }
 }

@@ -170,6 +170,7 @@ fn options_for(dir: &Path) -> Options {
         counters: Vec::new(),
         metrics: Vec::new(),
         process_sampling_hz: 0.0,
+        time_filter_ns: 0,
         causal: None,
     }
 }

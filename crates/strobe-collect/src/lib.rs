@@ -119,6 +119,10 @@ pub struct Options {
     /// How often per second each process's `/proc` values are read into
     /// counter series; 0 = never.
     pub process_sampling_hz: f64,
+    /// User-API regions shorter than this (ns) are counted in
+    /// `strobe_region_stats` but not stored (`trace_time_filter`); 0 =
+    /// store all, keep no statistics.
+    pub time_filter_ns: u64,
     /// Causal profiling of every process whose runtime takes part
     /// (`strobe causal`); `None`: none.
     pub causal: Option<causal::CausalOptions>,

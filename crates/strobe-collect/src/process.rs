@@ -318,6 +318,7 @@ impl Process {
                     if !options.counters.is_empty() {
                         p.use_counters(&options.counters, &options.metrics);
                     }
+                    p.use_time_filter(options.time_filter_ns);
                     for (tid, at) in &self.thread_starts {
                         let r = p.thread(*tid, Some(*at)).map(|_| ());
                         p.note(r);

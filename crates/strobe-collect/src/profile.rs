@@ -47,6 +47,26 @@ const CPU_COUNTER_INTERVAL_NS: u64 = 100_000_000;
 /// name at the begin (for a pair never closed).
 type OpenPair = (u64, Vec<CounterReading>, String);
 
+/// A user-API region still open: name, start, the thread's counter
+/// readings at the begin, and the time of the regions nested in it that
+/// ended so far.
+struct OpenRegion {
+    name: StringId,
+    start: u64,
+    begin: Vec<CounterReading>,
+    nested_ns: u64,
+}
+
+/// Completed regions of one name on one thread (see
+/// `strobe_db::RegionStats`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Calls {
+    calls: u64,
+    total_ns: u64,
+    self_ns: u64,
+    kept: u64,
+}
+
 /// The writer and what it needs to turn records into rows.
 pub struct Profile {
     writer: Writer,
@@ -57,7 +77,13 @@ pub struct Profile {
     ranges: Vec<(u64, u64, u64, ModuleId)>,
     written_modules: Vec<Module>,
     /// Open regions per thread: (name, start, counter readings).
-    stacks: FastMap<i32, Vec<(StringId, u64, Vec<CounterReading>)>>,
+    stacks: FastMap<i32, Vec<OpenRegion>>,
+    /// Regions shorter than this (ns) are counted, not stored (0: all
+    /// stored, no statistics).
+    time_filter_ns: u64,
+    /// Per (thread, name): the statistics row's id and the statistics,
+    /// whether changed since last written.
+    stats: FastMap<(i32, StringId), (i64, Calls, bool)>,
     /// Open tracing begin/end pairs: (tid, unique id, instance) → (start,
     /// counter readings, name).
     open: HashMap<(i32, u64, u64), OpenPair>,
@@ -109,6 +135,8 @@ impl Profile {
             ranges: Vec::new(),
             written_modules: Vec::new(),
             stacks: FastMap::default(),
+            time_filter_ns: 0,
+            stats: FastMap::default(),
             open: HashMap::new(),
             texts: FastMap::default(),
             runtime_texts: FastMap::default(),
@@ -133,6 +161,13 @@ impl Profile {
 
     /// The counters records carry values of, and the derived metrics to
     /// keep (`strobe_metric`). Once, right after [`Profile::create`].
+    /// Stores only user-API regions at least `ns` long, counting every one
+    /// in `strobe_region_stats` (0: store all). Once, right after
+    /// [`Profile::create`].
+    pub fn use_time_filter(&mut self, ns: u64) {
+        self.time_filter_ns = ns;
+    }
+
     pub fn use_counters(&mut self, counters: &[ProfileCounter], metrics: &[MetricDef]) {
         self.counters = counters.to_vec();
         self.counter_rows = vec![None; counters.len()];
@@ -505,10 +540,12 @@ impl Profile {
         at: u64,
         counters: Vec<CounterReading>,
     ) -> Result<()> {
-        self.stacks
-            .entry(tid)
-            .or_default()
-            .push((name, at, counters));
+        self.stacks.entry(tid).or_default().push(OpenRegion {
+            name,
+            start: at,
+            begin: counters,
+            nested_ns: 0,
+        });
         Ok(())
     }
 
@@ -518,14 +555,76 @@ impl Profile {
         let Some(stack) = self.stacks.get_mut(&tid) else {
             return Ok(());
         };
-        let Some((name, start, begin)) = stack.pop() else {
+        let Some(OpenRegion {
+            name,
+            start,
+            begin,
+            nested_ns,
+        }) = stack.pop()
+        else {
             return Ok(());
         };
+        if self.time_filter_ns > 0 {
+            let ns = at.saturating_sub(start);
+            if let Some(parent) = stack.last_mut() {
+                parent.nested_ns = parent.nested_ns.saturating_add(ns);
+            }
+            let keep = ns >= self.time_filter_ns;
+            self.count_call(tid, name, ns, nested_ns, keep);
+            if !keep {
+                return Ok(());
+            }
+        }
         if self.counters.is_empty() {
             return self.plain_region(tid, name, "user", start, at);
         }
         let ev = self.region(tid, name, "user", start, at, &[])?;
         self.region_counters(ev, &begin, counters)
+    }
+
+    /// Counts a completed region of `name` on `tid`, `ns` long, `nested_ns`
+    /// of which in regions nested in it.
+    fn count_call(&mut self, tid: i32, name: StringId, ns: u64, nested_ns: u64, kept: bool) {
+        let next = self.stats.len() as i64 + 1;
+        let (_, calls, changed) =
+            self.stats
+                .entry((tid, name))
+                .or_insert((next, Calls::default(), true));
+        calls.calls += 1;
+        calls.total_ns = calls.total_ns.saturating_add(ns);
+        calls.self_ns = calls.self_ns.saturating_add(ns.saturating_sub(nested_ns));
+        calls.kept += u64::from(kept);
+        *changed = true;
+    }
+
+    /// Writes the statistics rows that changed since they were last
+    /// written.
+    fn write_region_stats(&mut self) -> Result<()> {
+        let mut rows = Vec::new();
+        let changed: Vec<(i32, StringId, i64, Calls)> = self
+            .stats
+            .iter_mut()
+            .filter(|(_, (_, _, changed))| *changed)
+            .map(|((tid, name), (id, calls, changed))| {
+                *changed = false;
+                (*tid, *name, *id, *calls)
+            })
+            .collect();
+        for (tid, name, id, c) in changed {
+            let (thread, _) = self.thread(tid, None)?;
+            rows.push((
+                id,
+                strobe_db::RegionStats {
+                    thread,
+                    name,
+                    calls: c.calls,
+                    total_ns: c.total_ns,
+                    self_ns: c.self_ns,
+                    kept: c.kept,
+                },
+            ));
+        }
+        self.writer.set_region_stats(&rows)
     }
 
     /// A completed MPI call: a region of category `mpi` nested under the
@@ -667,7 +766,10 @@ impl Profile {
         }];
         let stacks: Vec<_> = self.stacks.drain().collect();
         for (tid, stack) in stacks {
-            for (name, start, begin) in stack {
+            for OpenRegion {
+                name, start, begin, ..
+            } in stack
+            {
                 let r = self
                     .region(tid, name, "user", start, end_ns, &unterminated)
                     .and_then(|ev| self.region_counters(ev, &begin, &[]));
@@ -692,12 +794,13 @@ impl Profile {
 
     /// Commits what was written (the periodic flush).
     pub fn commit(&mut self) {
-        let r = self.writer.flush();
+        let r = self.write_region_stats().and_then(|()| self.writer.flush());
         self.note(r);
     }
 
     /// Closes the database; returns its totals.
-    pub fn finish(self, end_ns: u64) -> Result<strobe_db::WriterTotals> {
+    pub fn finish(mut self, end_ns: u64) -> Result<strobe_db::WriterTotals> {
+        self.write_region_stats()?;
         self.writer.finish(end_ns)
     }
 }

@@ -52,6 +52,7 @@ pub use rusqlite::types::Value;
 pub use writer::{
     AgentId, AgentInfo, AgentKind, AllocOp, Arg, CallSiteId, CausalExperiment, CausalProgress,
     ClockSync, CounterId, CounterInfo, EventId, FrameId, FrameSymbols, MemLevel, MemoryOp,
-    MetricRow, ModuleId, ModuleRow, ProgressKind, Region, SampleKind, SampleMeta, StackFrame,
-    StringId, ThreadInfo, ThreadRef, TrackId, WeightScale, Writer, WriterOptions, WriterTotals,
+    MetricRow, ModuleId, ModuleRow, ProgressKind, Region, RegionStats, SampleKind, SampleMeta,
+    StackFrame, StringId, ThreadInfo, ThreadRef, TrackId, WeightScale, Writer, WriterOptions,
+    WriterTotals,
 };

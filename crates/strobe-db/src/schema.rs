@@ -56,7 +56,7 @@ pub fn all_tables() -> impl Iterator<Item = &'static str> {
 /// but a file without them is still a valid profile (readers and merge take
 /// them where present; their unsuffixed views show no rows of a process
 /// that lacks them).
-pub const OPTIONAL_TABLES: [(&str, &[&str]); 6] = [
+pub const OPTIONAL_TABLES: [(&str, &[&str]); 7] = [
     (JIT_SYMBOL_TABLE, &["start", "size", "name"]),
     (
         METRIC_TABLE,
@@ -102,7 +102,34 @@ pub const OPTIONAL_TABLES: [(&str, &[&str]); 6] = [
         CLOCK_SYNC_TABLE,
         &["phase", "local_ns", "offset_ns", "rtt_ns", "reference_rank"],
     ),
+    (
+        REGION_STATS_TABLE,
+        &[
+            "thread_id",
+            "name_id",
+            "calls",
+            "total_ns",
+            "self_ns",
+            "kept",
+        ],
+    ),
 ];
+
+/// The exact statistics of a run's user-API regions per thread and name,
+/// kept when a time filter (`trace_time_filter`) stores only the longer
+/// regions: `thread_id` and `name_id` are row ids (of `rocpd_info_thread`
+/// and `rocpd_string`), `calls` every completed region, `total_ns` their
+/// summed durations, `self_ns` the same less the time of regions nested in
+/// them, `kept` how many `rocpd_region` holds.
+pub const REGION_STATS_TABLE: &str = "strobe_region_stats";
+
+/// `CREATE TABLE IF NOT EXISTS` for [`REGION_STATS_TABLE`].
+const REGION_STATS_DDL: &str = r#"
+CREATE TABLE IF NOT EXISTS "strobe_region_stats{s}" (
+  "id" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, {GUID},
+  "thread_id" INTEGER NOT NULL, "name_id" INTEGER NOT NULL, "calls" INTEGER NOT NULL,
+  "total_ns" BIGINT NOT NULL, "self_ns" BIGINT NOT NULL, "kept" INTEGER NOT NULL);
+"#;
 
 /// The table of clock comparisons with a reference process (MPI rank 0,
 /// made by the MPI wrappers at `MPI_Init` and `MPI_Finalize`): at this
@@ -368,7 +395,7 @@ pub fn create_tables(conn: &Connection, suffix: &str, guid: &str) -> rusqlite::R
         .replace("{g}", guid);
     conn.execute_batch(&ddl)?;
     create_jit_symbol_table(conn, suffix, guid)?;
-    for ddl in [METRIC_DDL, CAUSAL_DDL, CLOCK_SYNC_DDL] {
+    for ddl in [METRIC_DDL, CAUSAL_DDL, CLOCK_SYNC_DDL, REGION_STATS_DDL] {
         conn.execute_batch(
             &ddl.replace("{GUID}", GUID)
                 .replace("{s}", suffix)

@@ -137,6 +137,21 @@ pub struct StatRow {
     pub stddev_ns: f64,
     /// Region name.
     pub name: String,
+    /// When a time filter stored only the longer user-API regions
+    /// (`trace_time_filter`): their exact self time (ns), and how many of
+    /// the `instances` the database holds. `instances`, `total_ns` and
+    /// `avg_ns` then count every region; the median, minimum, maximum and
+    /// deviation describe the stored ones.
+    pub counted: Option<Counted>,
+}
+
+/// Exact figures of regions a time filter did not all store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Counted {
+    /// Total time less the time of regions nested in them (ns).
+    pub self_ns: i64,
+    /// Regions the database holds.
+    pub stored: u64,
 }
 
 /// One row of the sampled-function summary.
@@ -279,10 +294,94 @@ fn regions_of_scan(
                 max_ns: f.max,
                 stddev_ns: f.stddev(),
                 name: g.1,
+                counted: None,
             }
         })
         .collect();
-    Ok(with_shares(rows))
+    Ok(with_shares(with_call_counts(p, rows, by_process)?))
+}
+
+/// Replaces the counts and totals of `rows` with the exact ones of
+/// `strobe_region_stats`, for the names a time filter counted (adding
+/// names none of whose regions was stored).
+fn with_call_counts(p: &Profile, mut rows: Vec<StatRow>, by_process: bool) -> Result<Vec<StatRow>> {
+    // (group, name) → (pid, calls, total, self, stored).
+    let mut counted: HashMap<GroupKey, (Option<i64>, i64, i64, i64, i64)> = HashMap::new();
+    for (k, (ts, guid)) in p.table_sets().iter().enumerate() {
+        let (sc, sf) = (&ts.schema, &ts.suffix);
+        let table = format!("{}{sf}", crate::schema::REGION_STATS_TABLE);
+        let sql = format!(
+            "SELECT S.string, SUM(C.calls), SUM(C.total_ns), SUM(C.self_ns), SUM(C.kept), \
+             (SELECT MIN(pid) FROM \"{sc}\".\"rocpd_info_process{sf}\") \
+             FROM \"{sc}\".\"{table}\" C JOIN \"{sc}\".\"rocpd_string{sf}\" S ON S.id = C.name_id \
+             GROUP BY S.string"
+        );
+        p.with_set_connection(k, |conn| {
+            if !crate::schema::has_table(conn, sc, &table).map_err(crate::scan::qerr(&sql))? {
+                return Ok(());
+            }
+            let mut st = conn.prepare(&sql).map_err(crate::scan::qerr(&sql))?;
+            let mut q = st.query([]).map_err(crate::scan::qerr(&sql))?;
+            while let Some(r) = q.next().map_err(crate::scan::qerr(&sql))? {
+                let get = |i| r.get::<_, i64>(i).map_err(crate::scan::qerr(&sql));
+                let name: String = r.get(0).map_err(crate::scan::qerr(&sql))?;
+                let pid = if by_process {
+                    r.get(5).map_err(crate::scan::qerr(&sql))?
+                } else {
+                    None
+                };
+                let e = counted
+                    .entry((by_process.then(|| guid.clone()), name))
+                    .or_insert((pid, 0, 0, 0, 0));
+                e.1 += get(1)?;
+                e.2 += get(2)?;
+                e.3 += get(3)?;
+                e.4 += get(4)?;
+            }
+            Ok(())
+        })?;
+    }
+    for r in &mut rows {
+        if let Some((_, calls, total, self_ns, stored)) =
+            counted.remove(&(r.guid.clone(), r.name.clone()))
+        {
+            r.instances = calls.max(0) as u64;
+            r.total_ns = total;
+            r.avg_ns = if calls > 0 {
+                total as f64 / calls as f64
+            } else {
+                0.0
+            };
+            r.counted = Some(Counted {
+                self_ns,
+                stored: stored.max(0) as u64,
+            });
+        }
+    }
+    for ((guid, name), (pid, calls, total, self_ns, stored)) in counted {
+        rows.push(StatRow {
+            pid,
+            guid,
+            time_pct: 0.0,
+            total_ns: total,
+            instances: calls.max(0) as u64,
+            avg_ns: if calls > 0 {
+                total as f64 / calls as f64
+            } else {
+                0.0
+            },
+            med_ns: 0.0,
+            min_ns: 0,
+            max_ns: 0,
+            stddev_ns: 0.0,
+            name,
+            counted: Some(Counted {
+                self_ns,
+                stored: stored.max(0) as u64,
+            }),
+        });
+    }
+    Ok(rows)
 }
 
 /// Sets each row's share of its process's (or the whole profile's) total
@@ -414,6 +513,7 @@ pub(crate) fn duration_summary_on(
             },
             guid,
             name,
+            counted: None,
         })
         .collect();
     Ok(with_shares(rows))

@@ -381,6 +381,24 @@ pub struct Region<'a> {
     pub args: &'a [Arg<'a>],
 }
 
+/// The exact statistics of one thread's regions of one name
+/// (`strobe_region_stats`), see [`Writer::set_region_stats`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegionStats {
+    /// The thread.
+    pub thread: ThreadRef,
+    /// The regions' name.
+    pub name: StringId,
+    /// Completed regions.
+    pub calls: u64,
+    /// Their summed durations (ns).
+    pub total_ns: u64,
+    /// The same less the time of regions nested in them (ns).
+    pub self_ns: u64,
+    /// How many of them `rocpd_region` holds.
+    pub kept: u64,
+}
+
 /// What a call-stack sample measured; stored as the category of its event
 /// (the `category` column of the `samples` view).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -1517,6 +1535,37 @@ impl Writer {
             )
             .at(&self.path)?;
         self.end_row(1)
+    }
+
+    /// Writes the statistics rows `(id, stats)`, replacing rows written
+    /// before with the same id: the caller numbers each (thread, name)
+    /// from 1 and writes the rows again as they change.
+    pub fn set_region_stats(&mut self, rows: &[(i64, RegionStats)]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        self.begin_row()?;
+        let sql = format!(
+            "INSERT OR REPLACE INTO \"{}{}\" (id, thread_id, name_id, calls, total_ns, self_ns, kept) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            schema::REGION_STATS_TABLE,
+            self.suffix
+        );
+        {
+            let mut st = self.conn.prepare_cached(&sql).at(&self.path)?;
+            for (id, r) in rows {
+                st.execute(params![
+                    id,
+                    r.thread.0,
+                    r.name.0,
+                    i(r.calls),
+                    i(r.total_ns),
+                    i(r.self_ns),
+                    i(r.kept)
+                ])
+                .at(&self.path)?;
+            }
+        }
+        self.end_row(rows.len())
     }
 
     /// Records a setting or fact in `strobe_settings`.

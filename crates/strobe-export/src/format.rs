@@ -159,7 +159,10 @@ mod tests {
         assert_eq!(Format::Chrome.too_large(path, 512 << 20), None);
         let said = Format::Chrome.too_large(path, 5 << 30).unwrap();
         assert!(said.starts_with("run.trace.json is 5.0 GiB"), "{said}");
-        assert!(said.contains("--start") && said.contains("-f pftrace"), "{said}");
+        assert!(
+            said.contains("--start") && said.contains("-f pftrace"),
+            "{said}"
+        );
         assert!(Format::Perfetto.too_large(path, 3 << 30).is_some());
         assert_eq!(Format::Perfetto.too_large(path, 1 << 30), None);
         // Formats read by tools rather than a browser have no limit.

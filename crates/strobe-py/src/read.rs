@@ -379,6 +379,8 @@ impl NativeProfile {
                 "min_ns",
                 "max_ns",
                 "stddev_ns",
+                "self_ns",
+                "stored",
             ],
             &regions,
             |r| {
@@ -394,6 +396,8 @@ impl NativeProfile {
                     Value::Integer(r.min_ns),
                     Value::Integer(r.max_ns),
                     Value::Real(r.stddev_ns),
+                    opt_i(r.counted.map(|c| c.self_ns)),
+                    opt_i(r.counted.map(|c| c.stored as i64)),
                 ]
             },
         );

@@ -213,6 +213,8 @@ settings! {
     ProcessSamplingFreq = "process_sampling_freq", Sampling, Kind::Float { min: 0.0, max: 1000.0 }, Text("0");
     /// When every collector may collect: [clock:]delay[:duration[:cycles]] specs run one after another; empty = always.
     TracePeriods = "trace_periods", Tracing, Kind::TimeWindows, Text("");
+    /// Keep in the database only user-API regions at least this long; every region still counts, per thread and name, in strobe_region_stats (calls, total and self time) and in strobe summary. 0 = keep every region.
+    TraceTimeFilter = "trace_time_filter", Tracing, Kind::Duration, Text("0");
     /// Record regions and markers from the user API and XPTI events.
     UseTracing = "use_tracing", Tracing, Kind::Bool, Text("true");
     /// Record the notifications of XPTI-instrumented runtimes (SYCL, Unified Runtime): the program gets XPTI_TRACE_ENABLE=1, XPTI_FRAMEWORK_DISPATCHER (libstrobe_xpti.so next to the runtime, unless already set) and strobe's runtime appended to XPTI_SUBSCRIBERS; the program sees these variables.
