@@ -33,6 +33,10 @@ pub struct EventsArgs {
     /// temporary directory, removed at the end).
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Also run strobe with this time filter (`--trace-time-filter`, e.g.
+    /// `1us`): a row of its own.
+    #[arg(long)]
+    time_filter: Option<String>,
 }
 
 /// One finished run.
@@ -163,24 +167,34 @@ pub fn run_events(args: &EventsArgs) -> Result<()> {
             run(c, &err)
         })?;
         let out = dir.join("strobe-out");
-        let mut db_bytes = 0;
-        let under = best(args.rounds, || {
+        let under_strobe = |filter: Option<&str>| -> Result<(Run, u64)> {
+            let mut db_bytes = 0;
+            let r = best(args.rounds, || {
+                let _ = std::fs::remove_dir_all(&out);
+                let mut c = Command::new(&strobe);
+                c.args(["sample", "-q", "--no-symbols", "--output-dir"])
+                    .arg(&out);
+                if let Some(f) = filter {
+                    c.args(["--trace-time-filter", f]);
+                }
+                c.arg("--").arg(&api).arg(&count);
+                let r = run(c, &err)?;
+                let mut db = None;
+                bytes_below(&out, &mut db);
+                db_bytes = db
+                    .and_then(|p| std::fs::metadata(p).ok())
+                    .map_or(0, |m| m.len());
+                Ok(r)
+            })?;
             let _ = std::fs::remove_dir_all(&out);
-            let mut c = Command::new(&strobe);
-            c.args(["sample", "-q", "--no-symbols", "--output-dir"])
-                .arg(&out)
-                .arg("--")
-                .arg(&api)
-                .arg(&count);
-            let r = run(c, &err)?;
-            let mut db = None;
-            bytes_below(&out, &mut db);
-            db_bytes = db
-                .and_then(|p| std::fs::metadata(p).ok())
-                .map_or(0, |m| m.len());
-            Ok(r)
-        })?;
-        let _ = std::fs::remove_dir_all(&out);
+            Ok((r, db_bytes))
+        };
+        let (under, db_bytes) = under_strobe(None)?;
+        let filtered = args
+            .time_filter
+            .as_deref()
+            .map(|f| under_strobe(Some(f)))
+            .transpose()?;
         let traced = if uftrace {
             let data = dir.join("uftrace.data");
             let mut bytes = 0;
@@ -216,6 +230,17 @@ pub fn run_events(args: &EventsArgs) -> Result<()> {
             per(db_bytes),
             under.max_rss_kib as f64 / 1024.0,
         );
+        if let (Some((r, bytes)), Some(f)) = (filtered, &args.time_filter) {
+            println!(
+                "| {n}, `--trace-time-filter {f}` | | {:.2} s | {:.2} s | {:.0} | {:.1} | {:.0} MiB | | | | {} |",
+                r.wall_s,
+                r.own_s,
+                r.own_s * 1e9 / n as f64,
+                per(bytes),
+                r.max_rss_kib as f64 / 1024.0,
+                traced.map_or("—".to_string(), |(t, _)| format!("{:.1}×", r.wall_s / t.wall_s)),
+            );
+        }
     }
     Ok(())
 }

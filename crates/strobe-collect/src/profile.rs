@@ -715,20 +715,9 @@ impl Profile {
         end_ns: u64,
         args: &[Arg<'_>],
     ) -> Result<EventId> {
-        let (thread, _) = self.thread(tid, None)?;
-        let category = self.text(category)?;
-        let ev = self.writer.append_region(&Region {
-            thread,
-            start_ns,
-            end_ns: end_ns.max(start_ns),
-            name,
-            category: Some(category),
-            stack: None,
-            correlation_id: None,
-            args,
-        })?;
+        let r = self.region_on(tid, name, category, start_ns, end_ns, args)?;
         self.rows += 1;
-        Ok(ev)
+        self.writer.append_region(&r)
     }
 
     /// A region with nothing attached: one row, sharing its category's
@@ -741,20 +730,32 @@ impl Profile {
         start_ns: u64,
         end_ns: u64,
     ) -> Result<()> {
+        let r = self.region_on(tid, name, category, start_ns, end_ns, &[])?;
+        self.rows += 1;
+        self.writer.append_region_shared(&r)
+    }
+
+    /// The region row of thread `tid` (added if new) in `category`.
+    fn region_on<'a>(
+        &mut self,
+        tid: i32,
+        name: StringId,
+        category: &str,
+        start_ns: u64,
+        end_ns: u64,
+        args: &'a [Arg<'a>],
+    ) -> Result<Region<'a>> {
         let (thread, _) = self.thread(tid, None)?;
-        let category = self.text(category)?;
-        self.writer.append_region_shared(&Region {
+        Ok(Region {
             thread,
             start_ns,
             end_ns: end_ns.max(start_ns),
             name,
-            category: Some(category),
+            category: Some(self.text(category)?),
             stack: None,
             correlation_id: None,
-            args: &[],
-        })?;
-        self.rows += 1;
-        Ok(())
+            args,
+        })
     }
 
     /// Regions still open at the end close there, marked unterminated.

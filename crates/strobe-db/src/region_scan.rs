@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::duration_stats::{FirstPass, MedianTarget};
-use crate::scan::{ordered_parallel, qerr, split_point, with_file, IdMap, Window};
+use crate::scan::{ordered_parallel, qerr, with_file, work_items, IdMap, Window};
 use crate::{Profile, Result};
 
 /// The region statistics of a profile, per process set.
@@ -56,7 +56,7 @@ impl Plan {
                 .collect(),
             sets,
             window: p.window(),
-            work: items(p)?,
+            work: work_items(p, "rocpd_region")?,
         })
     }
 
@@ -79,31 +79,6 @@ impl Plan {
             Ok(())
         })
     }
-}
-
-/// The items of `p`: one per process, two for a large one when the inputs
-/// are attached.
-fn items(p: &Profile) -> Result<Vec<Item>> {
-    let mut out = Vec::new();
-    for (k, (ts, _)) in p.table_sets().iter().enumerate() {
-        let split = if p.is_federated() {
-            None
-        } else {
-            split_point(
-                p.connection(),
-                &ts.schema,
-                &format!("rocpd_region{}", ts.suffix),
-            )?
-        };
-        match split {
-            Some(mid) => {
-                out.push((k, (None, Some(mid))));
-                out.push((k, (Some(mid), None)));
-            }
-            None => out.push((k, (None, None))),
-        }
-    }
-    Ok(out)
 }
 
 /// `SELECT <cols>` over the regions of one item that the `regions` view

@@ -561,6 +561,29 @@ pub(crate) fn with_file<T>(
     })
 }
 
+/// The work items of a scan of `table` over every process of `p`: (set,
+/// row-id range), one per process, or two halves of a large one when the
+/// inputs are attached (its split point is read on the profile's
+/// connection).
+pub(crate) fn work_items(p: &Profile, table: &str) -> Result<Vec<(usize, Window)>> {
+    let mut work = Vec::new();
+    for (k, (ts, _)) in p.table_sets().iter().enumerate() {
+        let split = if p.is_federated() {
+            None
+        } else {
+            split_point(p.connection(), &ts.schema, &format!("{table}{}", ts.suffix))?
+        };
+        match split {
+            Some(mid) => {
+                work.push((k, (None, Some(mid))));
+                work.push((k, (Some(mid), None)));
+            }
+            None => work.push((k, (None, None))),
+        }
+    }
+    Ok(work)
+}
+
 /// Hands every process's samples, counted per (thread, stack) with their
 /// counts and summed weights on and off CPU (see [`SampleGroup`]), to `f`,
 /// one process at a time in table-set order, with its stacks resolved
@@ -585,28 +608,12 @@ pub fn for_each_process(
         .map(|k| p.set_file(k).to_path_buf())
         .collect();
     // Work items: (set, row-id range, whole set?). A large process is split
-    // in two halves when the inputs are attached (its split point is read
-    // on the profile's connection); its halves are combined and mapped
-    // here, on the profile's connection.
-    let mut work = Vec::new();
-    for (k, (ts, _)) in sets.iter().enumerate() {
-        let split = if p.is_federated() {
-            None
-        } else {
-            split_point(
-                p.connection(),
-                &ts.schema,
-                &format!("rocpd_sample{}", ts.suffix),
-            )?
-        };
-        match split {
-            Some(mid) => {
-                work.push((k, (None, Some(mid)), false));
-                work.push((k, (Some(mid), None), false));
-            }
-            None => work.push((k, (None, None), true)),
-        }
-    }
+    // in two halves when the inputs are attached; its halves are combined
+    // and mapped here, on the profile's connection.
+    let work: Vec<(usize, Window, bool)> = work_items(p, "rocpd_sample")?
+        .into_iter()
+        .map(|(k, rows)| (k, rows, rows == (None, None)))
+        .collect();
     let count = |i: usize| -> Result<std::result::Result<ProcessSamples, Tally>> {
         let (k, rows, whole) = work[i];
         let (ts, guid) = &sets[k];
