@@ -320,4 +320,28 @@ fn a_time_filter_stores_the_long_regions_and_counts_every_one_exactly() {
         assert_eq!(f[instances], (calls * threads as u64).to_string(), "{line}");
         assert_eq!(f[stored_col], stored_by_name[f[name]].to_string(), "{line}");
     }
+    // So does the thread table: every region of each thread.
+    let mut cmd = strobe_command();
+    cmd.args(["summary", "--report", "threads", "--format", "csv", "-i"])
+        .arg(&dbs[0]);
+    let summary = run_bounded(cmd, Duration::from_secs(60));
+    assert!(summary.status.success(), "{}", stderr(&summary));
+    let text = String::from_utf8_lossy(&summary.stdout).into_owned();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .collect();
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let at = header
+        .iter()
+        .position(|h| *h == "Regions")
+        .expect("a Regions column");
+    assert_eq!(lines.len(), 1 + threads, "{text}");
+    for line in &lines[1..] {
+        assert_eq!(
+            line.split(',').nth(at),
+            Some(regions.to_string().as_str()),
+            "{line}"
+        );
+    }
 }

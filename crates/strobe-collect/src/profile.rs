@@ -65,6 +65,7 @@ struct Calls {
     total_ns: u64,
     self_ns: u64,
     kept: u64,
+    kept_ns: u64,
 }
 
 /// The writer and what it needs to turn records into rows.
@@ -159,8 +160,6 @@ impl Profile {
         self.writer.path()
     }
 
-    /// The counters records carry values of, and the derived metrics to
-    /// keep (`strobe_metric`). Once, right after [`Profile::create`].
     /// Stores only user-API regions at least `ns` long, counting every one
     /// in `strobe_region_stats` (0: store all). Once, right after
     /// [`Profile::create`].
@@ -168,6 +167,8 @@ impl Profile {
         self.time_filter_ns = ns;
     }
 
+    /// The counters records carry values of, and the derived metrics to
+    /// keep (`strobe_metric`). Once, right after [`Profile::create`].
     pub fn use_counters(&mut self, counters: &[ProfileCounter], metrics: &[MetricDef]) {
         self.counters = counters.to_vec();
         self.counter_rows = vec![None; counters.len()];
@@ -593,7 +594,10 @@ impl Profile {
         calls.calls += 1;
         calls.total_ns = calls.total_ns.saturating_add(ns);
         calls.self_ns = calls.self_ns.saturating_add(ns.saturating_sub(nested_ns));
-        calls.kept += u64::from(kept);
+        if kept {
+            calls.kept += 1;
+            calls.kept_ns = calls.kept_ns.saturating_add(ns);
+        }
         *changed = true;
     }
 
@@ -621,6 +625,7 @@ impl Profile {
                     total_ns: c.total_ns,
                     self_ns: c.self_ns,
                     kept: c.kept,
+                    kept_ns: c.kept_ns,
                 },
             ));
         }

@@ -2,9 +2,10 @@
 //! memory.
 //!
 //! Owns the arithmetic behind the region table of `strobe summary`: count,
-//! total, minimum, maximum, mean, sample standard deviation (combined
-//! across parts with Chan's formula, so readers on several threads can
-//! each take a share of the rows) and the exact median. The median needs
+//! total, minimum, maximum, mean, sample standard deviation (from exact
+//! integer sums of durations and of their squares, so parts read by
+//! several threads combine by addition and every way of reading the same
+//! rows prints the same digits) and the exact median. The median needs
 //! no sort of the rows: the first pass also counts durations in
 //! log-linear buckets (64 per power of two); the bucket holding the middle
 //! rank then tells the second pass which durations to keep, as value →
@@ -35,6 +36,29 @@ pub(crate) fn bucket(d: i64) -> u16 {
     (1 + PER_OCTAVE + shift * PER_OCTAVE + sub) as u16
 }
 
+/// The sample standard deviation (n − 1 in the denominator; 0 for fewer
+/// than two) of `n` durations summing to `sum` whose squares sum to
+/// `squares`: (n·squares − sum²) / (n(n − 1)), exact in integers while it
+/// fits (durations up to hours, counts up to billions), in floating point
+/// beyond. The one formula of every summary path.
+pub(crate) fn sample_stddev(n: u64, sum: i128, squares: i128) -> f64 {
+    if n < 2 {
+        return 0.0;
+    }
+    let n_i = i128::from(n);
+    let spread = n_i
+        .checked_mul(squares)
+        .and_then(|a| sum.checked_mul(sum).and_then(|b| a.checked_sub(b)));
+    let variance = match spread {
+        Some(s) => s.max(0) as f64 / (n as f64 * (n - 1) as f64),
+        None => {
+            let mean = sum as f64 / n as f64;
+            ((squares as f64 - mean * sum as f64) / (n - 1) as f64).max(0.0)
+        }
+    };
+    variance.sqrt()
+}
+
 /// What the first pass keeps per group.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct FirstPass {
@@ -42,8 +66,8 @@ pub(crate) struct FirstPass {
     pub(crate) total: i64,
     pub(crate) min: i64,
     pub(crate) max: i64,
-    mean: f64,
-    m2: f64,
+    /// Sum of the squared durations (exact while it fits).
+    squares: i128,
     buckets: IdMap<u16, u64>,
 }
 
@@ -60,9 +84,7 @@ impl FirstPass {
         }
         self.n += 1;
         self.total = self.total.saturating_add(d);
-        let delta = d as f64 - self.mean;
-        self.mean += delta / self.n as f64;
-        self.m2 += delta * (d as f64 - self.mean);
+        self.squares = self.squares.saturating_add(i128::from(d) * i128::from(d));
         *self.buckets.entry(bucket(d)).or_default() += 1;
     }
 
@@ -75,12 +97,8 @@ impl FirstPass {
             *self = other.clone();
             return;
         }
-        let (na, nb) = (self.n as f64, other.n as f64);
-        let n = na + nb;
-        let delta = other.mean - self.mean;
-        self.m2 += other.m2 + delta * delta * na * nb / n;
-        self.mean += delta * nb / n;
         self.n += other.n;
+        self.squares = self.squares.saturating_add(other.squares);
         self.total = self.total.saturating_add(other.total);
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
@@ -100,11 +118,7 @@ impl FirstPass {
 
     /// The sample standard deviation (n − 1; 0 for fewer than two).
     pub(crate) fn stddev(&self) -> f64 {
-        if self.n > 1 {
-            (self.m2.max(0.0) / (self.n - 1) as f64).sqrt()
-        } else {
-            0.0
-        }
+        sample_stddev(self.n, i128::from(self.total), self.squares)
     }
 
     /// Where the middle rank(s) lie, for the second pass.

@@ -120,7 +120,8 @@ pub const OPTIONAL_TABLES: [(&str, &[&str]); 7] = [
 /// regions: `thread_id` and `name_id` are row ids (of `rocpd_info_thread`
 /// and `rocpd_string`), `calls` every completed region, `total_ns` their
 /// summed durations, `self_ns` the same less the time of regions nested in
-/// them, `kept` how many `rocpd_region` holds.
+/// them, `kept` how many `rocpd_region` holds and `kept_ns` their summed
+/// durations.
 pub const REGION_STATS_TABLE: &str = "strobe_region_stats";
 
 /// `CREATE TABLE IF NOT EXISTS` for [`REGION_STATS_TABLE`].
@@ -128,7 +129,8 @@ const REGION_STATS_DDL: &str = r#"
 CREATE TABLE IF NOT EXISTS "strobe_region_stats{s}" (
   "id" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, {GUID},
   "thread_id" INTEGER NOT NULL, "name_id" INTEGER NOT NULL, "calls" INTEGER NOT NULL,
-  "total_ns" BIGINT NOT NULL, "self_ns" BIGINT NOT NULL, "kept" INTEGER NOT NULL);
+  "total_ns" BIGINT NOT NULL, "self_ns" BIGINT NOT NULL, "kept" INTEGER NOT NULL,
+  "kept_ns" BIGINT NOT NULL);
 "#;
 
 /// The table of clock comparisons with a reference process (MPI rank 0,

@@ -225,7 +225,8 @@ struct Acc {
     idx: u64,
     med_lo: f64,
     med_hi: f64,
-    sq: f64,
+    /// Sum of the squared durations (see `duration_stats::sample_stddev`).
+    squares: i128,
 }
 
 /// Region statistics per name (per process and name with `by_process`),
@@ -490,8 +491,7 @@ pub(crate) fn duration_summary_on(
             if k == a.n / 2 {
                 a.med_hi = d as f64;
             }
-            let dev = d as f64 - a.mean;
-            a.sq += dev * dev;
+            a.squares = a.squares.saturating_add(i128::from(d) * i128::from(d));
             a.idx += 1;
         }
     }
@@ -506,11 +506,7 @@ pub(crate) fn duration_summary_on(
             med_ns: (a.med_lo + a.med_hi) / 2.0,
             min_ns: a.min,
             max_ns: a.max,
-            stddev_ns: if a.n > 1 {
-                (a.sq / (a.n - 1) as f64).sqrt()
-            } else {
-                0.0
-            },
+            stddev_ns: crate::duration_stats::sample_stddev(a.n, i128::from(a.total), a.squares),
             guid,
             name,
             counted: None,
@@ -838,6 +834,13 @@ fn threads_of(
                 }
             }
         }
+        // The regions a time filter counted and did not store.
+        for (guid, tid, n, total) in filtered_per_thread(p)? {
+            if let Some(t) = rows.get_mut(&(guid, tid)) {
+                t.regions += n;
+                t.region_total_ns = t.region_total_ns.saturating_add(total);
+            }
+        }
     } else {
         let mut st = conn
             .prepare("SELECT guid, tid, COUNT(*), SUM(duration) FROM regions GROUP BY guid, tid")
@@ -855,6 +858,40 @@ fn threads_of(
         }
     }
     Ok(finish_threads(rows, by_process))
+}
+
+/// Per (process guid, OS tid): the regions a time filter counted and did
+/// not store, and their summed duration (`strobe_region_stats`).
+fn filtered_per_thread(p: &Profile) -> Result<Vec<(String, i64, u64, i64)>> {
+    let mut out = Vec::new();
+    for (k, (ts, guid)) in p.table_sets().iter().enumerate() {
+        let (sc, sf) = (&ts.schema, &ts.suffix);
+        let table = format!("{}{sf}", crate::schema::REGION_STATS_TABLE);
+        let sql = format!(
+            "SELECT T.tid, SUM(C.calls - C.kept), SUM(C.total_ns - C.kept_ns) \
+             FROM \"{sc}\".\"{table}\" C JOIN \"{sc}\".\"rocpd_info_thread{sf}\" T ON T.id = C.thread_id \
+             GROUP BY T.tid"
+        );
+        let q = crate::scan::qerr(&sql);
+        p.with_set_connection(k, |conn| {
+            if !crate::schema::has_table(conn, sc, &table).map_err(&q)? {
+                return Ok(());
+            }
+            let mut st = conn.prepare(&sql).map_err(&q)?;
+            let mut rows = st.query([]).map_err(&q)?;
+            while let Some(r) = rows.next().map_err(&q)? {
+                let n: i64 = r.get(1).map_err(&q)?;
+                out.push((
+                    guid.clone(),
+                    r.get(0).map_err(&q)?,
+                    n.max(0) as u64,
+                    r.get(2).map_err(&q)?,
+                ));
+            }
+            Ok(())
+        })?;
+    }
+    Ok(out)
 }
 
 /// The thread rows with their shares, sorted (what [`thread_summary`]

@@ -397,6 +397,8 @@ pub struct RegionStats {
     pub self_ns: u64,
     /// How many of them `rocpd_region` holds.
     pub kept: u64,
+    /// The summed durations of those (ns).
+    pub kept_ns: u64,
 }
 
 /// What a call-stack sample measured; stored as the category of its event
@@ -1546,7 +1548,7 @@ impl Writer {
         }
         self.begin_row()?;
         let sql = format!(
-            "INSERT OR REPLACE INTO \"{}{}\" (id, thread_id, name_id, calls, total_ns, self_ns, kept) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT OR REPLACE INTO \"{}{}\" (id, thread_id, name_id, calls, total_ns, self_ns, kept, kept_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             schema::REGION_STATS_TABLE,
             self.suffix
         );
@@ -1560,7 +1562,8 @@ impl Writer {
                     i(r.calls),
                     i(r.total_ns),
                     i(r.self_ns),
-                    i(r.kept)
+                    i(r.kept),
+                    i(r.kept_ns)
                 ])
                 .at(&self.path)?;
             }
