@@ -226,7 +226,8 @@ impl Taps<'_> {
         weight
     }
 
-    /// The spool file, made on first use in the run directory.
+    /// The spool file, made on first use in the run directory (or, where
+    /// its file system has no unnamed files, the temporary directory).
     fn spool(&mut self) -> Option<&mut Spool> {
         if self.spool.is_none() {
             let made = self
@@ -235,13 +236,15 @@ impl Taps<'_> {
                 .run_dir
                 .path()
                 .map_err(std::io::Error::other)
-                .and_then(Spool::create);
-            if let Err(e) = &made {
-                self.spool = Some(Err(()));
-                self.spool_failed_note(e);
-                return None;
+                .and_then(Spool::create)
+                .or_else(|_| Spool::create(&std::env::temp_dir()));
+            match made {
+                Ok(spool) => self.spool = Some(Ok(spool)),
+                Err(e) => {
+                    self.spool_failed(&e);
+                    return None;
+                }
             }
-            self.spool = made.ok().map(Ok);
         }
         self.spool.as_mut().and_then(|s| s.as_mut().ok())
     }
@@ -249,10 +252,6 @@ impl Taps<'_> {
     /// Stops spooling after `e` (said once).
     fn spool_failed(&mut self, e: &std::io::Error) {
         self.spool = Some(Err(()));
-        self.spool_failed_note(e);
-    }
-
-    fn spool_failed_note(&self, e: &std::io::Error) {
         lock(&self.shared.report).notes.push(format!(
             "the collector could not keep its backlog on disk ({e}): it waits in memory, \
              up to {} MiB, and then the programs wait for the database writer",

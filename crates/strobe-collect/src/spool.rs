@@ -1,8 +1,9 @@
 //! The queue's overflow on disk: copied records the writer has not reached
 //! yet, held in a file instead of the collector's memory.
 //!
-//! Owns the spool file (unnamed, in the run directory: it vanishes with the
-//! collector however the collector ends) and moving a batch's records into
+//! Owns the spool file (unnamed, in the run directory, or the temporary
+//! directory where the run directory's file system has no unnamed files:
+//! it vanishes with the collector however the collector ends) and moving a batch's records into
 //! it and back. The collector thread appends ([`Spool::spill`]); the writer
 //! thread reads each spilled batch back once, in the order the batches were
 //! sent ([`Spilled::restore`]), and frees its disk blocks. A program that

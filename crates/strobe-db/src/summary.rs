@@ -9,9 +9,11 @@
 //! in two passes, the second keeping only the durations around each
 //! median ([`crate::region_scan`], [`crate::duration_stats`]); sampled
 //! functions are folded one process at a time. A profile read in place
-//! (many files) sorts its regions' durations in SQLite instead. [`tables`] computes every table at once
-//! (for a profile read in place, in one pass over its processes:
-//! `summary_fold`). It never formats or prints; the CLI, the Python package
+//! (many files) sorts its regions' durations in SQLite instead. [`tables`]
+//! computes every table at once (for a profile read in place, in one pass
+//! over its processes: `summary_fold`). A time filter's exact counts
+//! (`strobe_region_stats`) replace the stored regions' in the region and
+//! thread tables. It never formats or prints; the CLI, the Python package
 //! and exporters share it.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
