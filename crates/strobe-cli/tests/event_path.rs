@@ -82,6 +82,35 @@ fn check_pattern(rows: &[Row], regions: usize, whole: bool) {
     }
 }
 
+/// The rows of `strobe summary --report <report> --format csv` on `db`,
+/// each as column → value.
+fn summary_csv(db: &Path, report: &str) -> Vec<HashMap<String, String>> {
+    let mut cmd = strobe_command();
+    cmd.args(["summary", "--report", report, "--format", "csv", "-i"])
+        .arg(db);
+    let out = run_bounded(cmd, Duration::from_secs(60));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty());
+    let header: Vec<String> = lines
+        .next()
+        .unwrap_or_default()
+        .split(',')
+        .map(String::from)
+        .collect();
+    lines
+        .map(|l| {
+            header
+                .iter()
+                .cloned()
+                .zip(l.split(',').map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
 #[test]
 fn every_region_arrives_once_and_in_order_from_one_to_ten_million() {
     let _turn = one_at_a_time();
@@ -296,52 +325,21 @@ fn a_time_filter_stores_the_long_regions_and_counts_every_one_exactly() {
         );
     }
     // `strobe summary` shows the exact figures whatever the filter kept.
-    let mut cmd = strobe_command();
-    cmd.args(["summary", "--report", "regions", "--format", "csv", "-i"])
-        .arg(&dbs[0]);
-    let summary = run_bounded(cmd, Duration::from_secs(60));
-    assert!(summary.status.success(), "{}", stderr(&summary));
-    let text = String::from_utf8_lossy(&summary.stdout).into_owned();
-    let lines: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .collect();
-    let header: Vec<&str> = lines[0].split(',').collect();
-    let col = |name: &str| {
-        header
-            .iter()
-            .position(|h| h.contains(name))
-            .unwrap_or_else(|| panic!("{name} in {header:?}"))
-    };
-    let (instances, stored_col, name) = (col("Instances"), col("Stored"), col("Name"));
-    assert_eq!(lines.len(), 4, "{text}");
-    for line in &lines[1..] {
-        let f: Vec<&str> = line.split(',').collect();
-        assert_eq!(f[instances], (calls * threads as u64).to_string(), "{line}");
-        assert_eq!(f[stored_col], stored_by_name[f[name]].to_string(), "{line}");
+    let rows = summary_csv(&dbs[0], "regions");
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    for row in &rows {
+        let name = row["Name"].as_str();
+        assert_eq!(
+            row["Instances"],
+            (calls * threads as u64).to_string(),
+            "{row:?}"
+        );
+        assert_eq!(row["Stored"], stored_by_name[name].to_string(), "{row:?}");
     }
     // So does the thread table: every region of each thread.
-    let mut cmd = strobe_command();
-    cmd.args(["summary", "--report", "threads", "--format", "csv", "-i"])
-        .arg(&dbs[0]);
-    let summary = run_bounded(cmd, Duration::from_secs(60));
-    assert!(summary.status.success(), "{}", stderr(&summary));
-    let text = String::from_utf8_lossy(&summary.stdout).into_owned();
-    let lines: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .collect();
-    let header: Vec<&str> = lines[0].split(',').collect();
-    let at = header
-        .iter()
-        .position(|h| *h == "Regions")
-        .expect("a Regions column");
-    assert_eq!(lines.len(), 1 + threads, "{text}");
-    for line in &lines[1..] {
-        assert_eq!(
-            line.split(',').nth(at),
-            Some(regions.to_string().as_str()),
-            "{line}"
-        );
+    let rows = summary_csv(&dbs[0], "threads");
+    assert_eq!(rows.len(), threads, "{rows:?}");
+    for row in &rows {
+        assert_eq!(row["Regions"], regions.to_string(), "{row:?}");
     }
 }
