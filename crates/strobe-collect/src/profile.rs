@@ -754,7 +754,7 @@ impl Profile {
         Ok(Region {
             thread,
             start_ns,
-            end_ns: end_ns.max(start_ns),
+            end_ns,
             name,
             category: Some(self.text(category)?),
             stack: None,

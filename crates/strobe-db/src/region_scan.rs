@@ -15,11 +15,14 @@ use std::collections::{BTreeMap, HashMap};
 use crate::duration_stats::{FirstPass, MedianTarget};
 use crate::scan::{ordered_parallel, qerr, with_file, work_items, IdMap, Window};
 use crate::{Profile, Result};
+use rusqlite::OptionalExtension;
 
 /// The region statistics of a profile, per process set.
 pub(crate) struct RegionScan {
     /// Per set: process (OS pid, guid), and per name the statistics.
     pub(crate) sets: Vec<SetRegions>,
+    /// How the first pass read the profile: the second reads it the same way.
+    plan: Plan,
 }
 
 /// One process's regions.
@@ -104,63 +107,50 @@ fn sql(window: Window, sc: &str, sf: &str, rows: Window, cols: &str) -> String {
     )
 }
 
-/// Per (name id, thread row) the first pass (the thread kept so that
+/// Per (name id, thread row) the first pass: the thread is kept so that
 /// [`label`] can leave out the rows of unknown threads, as the view's join
-/// does), per thread row (regions, summed duration).
-type Part = (IdMap<(i64, i64), FirstPass>, IdMap<i64, (u64, i64)>);
+/// does, and count each thread's regions.
+type Part = IdMap<(i64, i64), FirstPass>;
 
 /// The first pass over every region of `p`.
 pub(crate) fn first_pass(p: &Profile) -> Result<RegionScan> {
     let plan = Plan::of(p)?;
     let scan = |i: usize| -> Result<Part> {
-        let (mut names, mut threads): Part = Default::default();
+        let mut part = Part::default();
         plan.each_row(i, "name_id, tid, \"end\" - start", &mut |r| {
-            let (name, tid, d): (i64, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
-            names.entry((name, tid)).or_default().add(d);
-            let t = threads.entry(tid).or_default();
-            t.0 += 1;
-            t.1 = t.1.saturating_add(d);
+            part.entry((r.get(0)?, r.get(1)?))
+                .or_default()
+                .add(r.get(2)?);
             Ok(())
         })?;
-        Ok((names, threads))
+        Ok(part)
     };
-    let mut parts: Vec<Option<Part>> = (0..plan.sets.len()).map(|_| None).collect();
+    let mut parts: Vec<Part> = (0..plan.sets.len()).map(|_| Part::default()).collect();
     ordered_parallel(plan.work.len(), &scan, &mut |i, part| {
-        let k = plan.work[i].0;
-        match &mut parts[k] {
-            None => parts[k] = Some(part),
-            Some((names, threads)) => {
-                for (id, f) in part.0 {
-                    names.entry(id).or_default().merge(&f);
-                }
-                for (tid, (n, d)) in part.1 {
-                    let t = threads.entry(tid).or_default();
-                    t.0 += n;
-                    t.1 = t.1.saturating_add(d);
-                }
-            }
+        let into = &mut parts[plan.work[i].0];
+        for (key, f) in part {
+            into.entry(key).or_default().merge(&f);
         }
         Ok(())
     })?;
-    let mut out = Vec::with_capacity(plan.sets.len());
+    let mut sets = Vec::with_capacity(plan.sets.len());
     for (k, ((ts, guid), part)) in plan.sets.iter().zip(parts).enumerate() {
-        let (names, threads) = part.unwrap_or_default();
-        out.push(p.with_set_connection(k, |conn| {
-            label(conn, &ts.schema, &ts.suffix, guid, names, threads)
-        })?);
+        sets.push(
+            p.with_set_connection(k, |conn| label(conn, &ts.schema, &ts.suffix, guid, part))?,
+        );
     }
-    Ok(RegionScan { sets: out })
+    Ok(RegionScan { sets, plan })
 }
 
-/// Names the ids of one set's first pass (ids without a string, and
-/// regions of unknown threads, left out as the view's joins leave them).
+/// Names the ids of one set's first pass and counts each thread's regions
+/// (ids without a string, and regions of unknown threads, left out as the
+/// view's joins leave them).
 fn label(
     conn: &rusqlite::Connection,
     sc: &str,
     sf: &str,
     guid: &str,
-    names: IdMap<(i64, i64), FirstPass>,
-    threads: IdMap<i64, (u64, i64)>,
+    part: Part,
 ) -> Result<SetRegions> {
     let q = format!("SELECT id, tid FROM \"{sc}\".\"rocpd_info_thread{sf}\"");
     let mut tid_of = IdMap::default();
@@ -173,40 +163,39 @@ fn label(
     }
     let q = format!("SELECT string FROM \"{sc}\".\"rocpd_string{sf}\" WHERE id = ?1");
     let mut name_of: IdMap<i64, String> = IdMap::default();
-    let mut by_name: HashMap<String, FirstPass> = HashMap::new();
+    let mut names: HashMap<String, FirstPass> = HashMap::new();
+    let mut threads: HashMap<i64, (u64, i64)> = HashMap::new();
     {
         let mut st = conn.prepare(&q).map_err(qerr(&q))?;
-        for ((id, thread), f) in names {
-            if !tid_of.contains_key(&thread) {
+        for ((id, thread), f) in part {
+            let Some(&tid) = tid_of.get(&thread) else {
                 continue;
-            }
-            if let Some(name) = name_of.get(&id) {
-                by_name.entry(name.clone()).or_default().merge(&f);
-                continue;
-            }
-            let name: Option<String> = st
-                .query_row([id], |r| r.get(0))
-                .map(Some)
-                .or_else(|e| match e {
-                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                    e => Err(e),
-                })
-                .map_err(qerr(&q))?;
-            let Some(name) = name else { continue };
-            by_name.entry(name.clone()).or_default().merge(&f);
-            name_of.insert(id, name);
+            };
+            let name = match name_of.entry(id) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    match st
+                        .query_row([id], |r| r.get(0))
+                        .optional()
+                        .map_err(qerr(&q))?
+                    {
+                        Some(name) => e.insert(name),
+                        None => continue,
+                    }
+                }
+            };
+            names.entry(name.clone()).or_default().merge(&f);
+            let t = threads.entry(tid).or_default();
+            t.0 += f.n;
+            t.1 = t.1.saturating_add(f.total);
         }
     }
     let q = format!("SELECT MIN(pid) FROM \"{sc}\".\"rocpd_info_process{sf}\"");
     let pid = conn.query_row(&q, [], |r| r.get(0)).map_err(qerr(&q))?;
-    let threads = threads
-        .into_iter()
-        .filter_map(|(row, v)| tid_of.get(&row).map(|tid| (*tid, v)))
-        .collect();
     Ok(SetRegions {
         pid,
         guid: guid.to_string(),
-        names: by_name,
+        names,
         threads,
         name_of,
         tid_of,
@@ -216,11 +205,10 @@ fn label(
 /// The second pass: per set, name → the durations (value → count) that
 /// `target` of the set's name wants.
 pub(crate) fn second_pass(
-    p: &Profile,
     scan: &RegionScan,
     target: &dyn Fn(usize, &str) -> Option<MedianTarget>,
 ) -> Result<Vec<HashMap<String, BTreeMap<i64, u64>>>> {
-    let plan = Plan::of(p)?;
+    let plan = &scan.plan;
     // Per set: name id → (target, name).
     let wanted: Vec<IdMap<i64, (MedianTarget, &str)>> = scan
         .sets

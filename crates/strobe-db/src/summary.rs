@@ -148,7 +148,7 @@ pub struct StatRow {
 }
 
 /// Exact figures of regions a time filter did not all store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Counted {
     /// Total time less the time of regions nested in them (ns).
     pub self_ns: i64,
@@ -269,7 +269,7 @@ fn regions_of_scan(
         .iter()
         .map(|(g, (_, f))| (g.clone(), f.median_target()))
         .collect();
-    let kept = region_scan::second_pass(p, scan, &|k, name| targets.get(&key(k, name)).copied())?;
+    let kept = region_scan::second_pass(scan, &|k, name| targets.get(&key(k, name)).copied())?;
     let mut kept_by_group: HashMap<GroupKey, BTreeMap<i64, u64>> = HashMap::new();
     for (k, names) in kept.into_iter().enumerate() {
         for (name, values) in names {
@@ -308,81 +308,45 @@ fn regions_of_scan(
 /// `strobe_region_stats`, for the names a time filter counted (adding
 /// names none of whose regions was stored).
 fn with_call_counts(p: &Profile, mut rows: Vec<StatRow>, by_process: bool) -> Result<Vec<StatRow>> {
-    // (group, name) → (pid, calls, total, self, stored).
-    let mut counted: HashMap<GroupKey, (Option<i64>, i64, i64, i64, i64)> = HashMap::new();
-    for (k, (ts, guid)) in p.table_sets().iter().enumerate() {
-        let (sc, sf) = (&ts.schema, &ts.suffix);
-        let table = format!("{}{sf}", crate::schema::REGION_STATS_TABLE);
-        let sql = format!(
-            "SELECT S.string, SUM(C.calls), SUM(C.total_ns), SUM(C.self_ns), SUM(C.kept), \
-             (SELECT MIN(pid) FROM \"{sc}\".\"rocpd_info_process{sf}\") \
-             FROM \"{sc}\".\"{table}\" C JOIN \"{sc}\".\"rocpd_string{sf}\" S ON S.id = C.name_id \
-             GROUP BY S.string"
-        );
-        p.with_set_connection(k, |conn| {
-            if !crate::schema::has_table(conn, sc, &table).map_err(crate::scan::qerr(&sql))? {
-                return Ok(());
-            }
-            let mut st = conn.prepare(&sql).map_err(crate::scan::qerr(&sql))?;
-            let mut q = st.query([]).map_err(crate::scan::qerr(&sql))?;
-            while let Some(r) = q.next().map_err(crate::scan::qerr(&sql))? {
-                let get = |i| r.get::<_, i64>(i).map_err(crate::scan::qerr(&sql));
-                let name: String = r.get(0).map_err(crate::scan::qerr(&sql))?;
-                let pid = if by_process {
-                    r.get(5).map_err(crate::scan::qerr(&sql))?
-                } else {
-                    None
-                };
-                let e = counted
-                    .entry((by_process.then(|| guid.clone()), name))
-                    .or_insert((pid, 0, 0, 0, 0));
-                e.1 += get(1)?;
-                e.2 += get(2)?;
-                e.3 += get(3)?;
-                e.4 += get(4)?;
-            }
-            Ok(())
-        })?;
-    }
-    for r in &mut rows {
-        if let Some((_, calls, total, self_ns, stored)) =
-            counted.remove(&(r.guid.clone(), r.name.clone()))
-        {
-            r.instances = calls.max(0) as u64;
-            r.total_ns = total;
-            r.avg_ns = if calls > 0 {
-                total as f64 / calls as f64
-            } else {
-                0.0
-            };
-            r.counted = Some(Counted {
-                self_ns,
-                stored: stored.max(0) as u64,
+    // (group, name) → a row holding only the counted figures.
+    let mut counted: HashMap<GroupKey, StatRow> = HashMap::new();
+    for c in counted_calls(p)? {
+        let guid = by_process.then_some(c.guid);
+        let row = counted
+            .entry((guid.clone(), c.name.clone()))
+            .or_insert_with(|| StatRow {
+                pid: if by_process { c.pid } else { None },
+                guid,
+                time_pct: 0.0,
+                total_ns: 0,
+                instances: 0,
+                avg_ns: 0.0,
+                med_ns: 0.0,
+                min_ns: 0,
+                max_ns: 0,
+                stddev_ns: 0.0,
+                name: c.name,
+                counted: Some(Counted::default()),
             });
+        row.instances += c.calls.max(0) as u64;
+        row.total_ns = row.total_ns.saturating_add(c.total_ns);
+        if let Some(k) = &mut row.counted {
+            k.self_ns = k.self_ns.saturating_add(c.self_ns);
+            k.stored += c.kept.max(0) as u64;
         }
     }
-    for ((guid, name), (pid, calls, total, self_ns, stored)) in counted {
-        rows.push(StatRow {
-            pid,
-            guid,
-            time_pct: 0.0,
-            total_ns: total,
-            instances: calls.max(0) as u64,
-            avg_ns: if calls > 0 {
-                total as f64 / calls as f64
-            } else {
-                0.0
-            },
-            med_ns: 0.0,
-            min_ns: 0,
-            max_ns: 0,
-            stddev_ns: 0.0,
-            name,
-            counted: Some(Counted {
-                self_ns,
-                stored: stored.max(0) as u64,
-            }),
-        });
+    for r in &mut rows {
+        if let Some(c) = counted.remove(&(r.guid.clone(), r.name.clone())) {
+            (r.instances, r.total_ns, r.counted) = (c.instances, c.total_ns, c.counted);
+        }
+    }
+    rows.extend(counted.into_values());
+    for r in rows.iter_mut().filter(|r| r.counted.is_some()) {
+        r.avg_ns = if r.instances > 0 {
+            r.total_ns as f64 / r.instances as f64
+        } else {
+            0.0
+        };
     }
     Ok(rows)
 }
@@ -837,10 +801,10 @@ fn threads_of(
             }
         }
         // The regions a time filter counted and did not store.
-        for (guid, tid, n, total) in filtered_per_thread(p)? {
-            if let Some(t) = rows.get_mut(&(guid, tid)) {
-                t.regions += n;
-                t.region_total_ns = t.region_total_ns.saturating_add(total);
+        for c in counted_calls(p)? {
+            if let Some(t) = rows.get_mut(&(c.guid, c.tid)) {
+                t.regions += (c.calls - c.kept).max(0) as u64;
+                t.region_total_ns = t.region_total_ns.saturating_add(c.total_ns - c.kept_ns);
             }
         }
     } else {
@@ -862,17 +826,32 @@ fn threads_of(
     Ok(finish_threads(rows, by_process))
 }
 
-/// Per (process guid, OS tid): the regions a time filter counted and did
-/// not store, and their summed duration (`strobe_region_stats`).
-fn filtered_per_thread(p: &Profile) -> Result<Vec<(String, i64, u64, i64)>> {
+/// One `strobe_region_stats` row, named: the calls a time filter counted
+/// on one thread under one name.
+struct CountedCalls {
+    guid: String,
+    pid: Option<i64>,
+    tid: i64,
+    name: String,
+    calls: i64,
+    total_ns: i64,
+    self_ns: i64,
+    kept: i64,
+    kept_ns: i64,
+}
+
+/// Every `strobe_region_stats` row of `p` (none for a run without a time
+/// filter, or a file older than the table).
+fn counted_calls(p: &Profile) -> Result<Vec<CountedCalls>> {
     let mut out = Vec::new();
     for (k, (ts, guid)) in p.table_sets().iter().enumerate() {
         let (sc, sf) = (&ts.schema, &ts.suffix);
         let table = format!("{}{sf}", crate::schema::REGION_STATS_TABLE);
         let sql = format!(
-            "SELECT T.tid, SUM(C.calls - C.kept), SUM(C.total_ns - C.kept_ns) \
-             FROM \"{sc}\".\"{table}\" C JOIN \"{sc}\".\"rocpd_info_thread{sf}\" T ON T.id = C.thread_id \
-             GROUP BY T.tid"
+            "SELECT (SELECT MIN(pid) FROM \"{sc}\".\"rocpd_info_process{sf}\"), T.tid, S.string, \
+             C.calls, C.total_ns, C.self_ns, C.kept, C.kept_ns FROM \"{sc}\".\"{table}\" C \
+             JOIN \"{sc}\".\"rocpd_string{sf}\" S ON S.id = C.name_id \
+             JOIN \"{sc}\".\"rocpd_info_thread{sf}\" T ON T.id = C.thread_id"
         );
         let q = crate::scan::qerr(&sql);
         p.with_set_connection(k, |conn| {
@@ -882,13 +861,17 @@ fn filtered_per_thread(p: &Profile) -> Result<Vec<(String, i64, u64, i64)>> {
             let mut st = conn.prepare(&sql).map_err(&q)?;
             let mut rows = st.query([]).map_err(&q)?;
             while let Some(r) = rows.next().map_err(&q)? {
-                let n: i64 = r.get(1).map_err(&q)?;
-                out.push((
-                    guid.clone(),
-                    r.get(0).map_err(&q)?,
-                    n.max(0) as u64,
-                    r.get(2).map_err(&q)?,
-                ));
+                out.push(CountedCalls {
+                    guid: guid.clone(),
+                    pid: r.get(0).map_err(&q)?,
+                    tid: r.get(1).map_err(&q)?,
+                    name: r.get(2).map_err(&q)?,
+                    calls: r.get(3).map_err(&q)?,
+                    total_ns: r.get(4).map_err(&q)?,
+                    self_ns: r.get(5).map_err(&q)?,
+                    kept: r.get(6).map_err(&q)?,
+                    kept_ns: r.get(7).map_err(&q)?,
+                });
             }
             Ok(())
         })?;
