@@ -246,7 +246,7 @@ fn child(db: &Path, format: &str, out_dir: &Path) -> anyhow::Result<()> {
         F::Perfetto => strobe_export::perfetto::write_perfetto(&p, file)?.events,
         F::Chrome => {
             let s = strobe_export::chrome::write_chrome(&p, file)?;
-            s.regions + s.instants + s.counters + s.metadata + s.sample_frames
+            s.regions + s.instants + s.counters + s.metadata + s.samples
         }
         F::Firefox => {
             let s = strobe_export::firefox::write_firefox(&p, file)?;

@@ -40,8 +40,9 @@ pub struct ConvertArgs {
     /// Output formats (several allowed, or comma-separated): pftrace, json, folded, svg, pprof, firefox, csv, parquet.
     #[arg(short = 'f', long = "format", num_args = 1.., required = true, value_delimiter = ',')]
     pub formats: Vec<String>,
-    /// Output name (without extension); default: the first input's file stem, or the run's
-    /// directory name when no -i is given.
+    /// Output name, to which each format adds its extension (unless the name already ends
+    /// with it: `-o run.trace.json -f json` writes run.trace.json); default: the first
+    /// input's file stem, or the run's directory name when no -i is given.
     #[arg(short = 'o', long = "output")]
     pub output: Option<String>,
     /// Output directory (created if missing).
@@ -200,9 +201,21 @@ fn output_files(dir: &Path, stem: &str, f: Format) -> Vec<PathBuf> {
             .map(|t| dir.join(format!("{stem}_{t}.csv")))
             .collect();
     }
-    let path = dir.join(format!("{stem}{}", f.extension()));
-    let partial = dir.join(format!("{stem}{}.partial", f.extension()));
-    vec![path, partial]
+    let path = output_path(dir, stem, f);
+    let mut partial = path.clone().into_os_string();
+    partial.push(".partial");
+    vec![path, partial.into()]
+}
+
+/// The file a single-file format writes: `<dir>/<stem><extension>`, or
+/// `<dir>/<stem>` when the stem already ends with the extension
+/// (`-o run.trace.json -f json`).
+fn output_path(dir: &Path, stem: &str, f: Format) -> PathBuf {
+    if stem.ends_with(f.extension()) {
+        dir.join(stem)
+    } else {
+        dir.join(format!("{stem}{}", f.extension()))
+    }
 }
 
 /// The Parquet dataset directory: `<dir>/<stem>.parquet` (a stem that
@@ -301,7 +314,7 @@ pub fn run(mut a: ConvertArgs) -> anyhow::Result<()> {
     for (k, f) in fmts.into_iter().enumerate() {
         // The first conversion's time includes opening the inputs.
         let t0 = if k == 0 { opened } else { Instant::now() };
-        let path = a.dir.join(format!("{stem}{}", f.extension()));
+        let path = output_path(&a.dir, &stem, f);
         let progress = Progress::start(f.name().to_string(), output_files(&a.dir, &stem, f));
         let what = match f {
             Format::Perfetto => {
@@ -314,8 +327,8 @@ pub fn run(mut a: ConvertArgs) -> anyhow::Result<()> {
             Format::Chrome => {
                 let s = with_file(&path, |w| strobe_export::chrome::write_chrome(&p, w))?;
                 format!(
-                    "{} regions, {} instants, {} counter values",
-                    s.regions, s.instants, s.counters
+                    "{} regions, {} instants, {} samples, {} counter values",
+                    s.regions, s.instants, s.samples, s.counters
                 )
             }
             Format::Folded => {

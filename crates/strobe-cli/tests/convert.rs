@@ -217,3 +217,27 @@ fn bad_input_is_a_clear_error() {
         .to_string_lossy()
         .ends_with(".partial")));
 }
+
+#[test]
+fn an_output_name_that_ends_with_the_extension_is_taken_as_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let (files, _) = fixture::three_processes(dir.path(), 2);
+    let input = files[0].to_str().unwrap();
+    let o = strobe(
+        &[
+            "convert",
+            "-i",
+            input,
+            "-f",
+            "json",
+            "pftrace",
+            "-o",
+            "named.trace.json",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(dir.path().join("named.trace.json").is_file());
+    assert!(dir.path().join("named.trace.json.pftrace").is_file());
+    assert!(!dir.path().join("named.trace.json.trace.json").exists());
+}

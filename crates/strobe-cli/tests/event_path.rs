@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::{build_program, databases, one_at_a_time, run_bounded, stderr, strobe_command};
+use common::{
+    build_program, databases, one_at_a_time, run_bounded, stderr, strobe_command, summary_csv,
+};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -80,35 +82,6 @@ fn check_pattern(rows: &[Row], regions: usize, whole: bool) {
             k += 1;
         }
     }
-}
-
-/// The rows of `strobe summary --report <report> --format csv` on `db`,
-/// each as column → value.
-fn summary_csv(db: &Path, report: &str) -> Vec<HashMap<String, String>> {
-    let mut cmd = strobe_command();
-    cmd.args(["summary", "--report", report, "--format", "csv", "-i"])
-        .arg(db);
-    let out = run_bounded(cmd, Duration::from_secs(60));
-    assert!(out.status.success(), "{}", stderr(&out));
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let mut lines = text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty());
-    let header: Vec<String> = lines
-        .next()
-        .unwrap_or_default()
-        .split(',')
-        .map(String::from)
-        .collect();
-    lines
-        .map(|l| {
-            header
-                .iter()
-                .cloned()
-                .zip(l.split(',').map(String::from))
-                .collect()
-        })
-        .collect()
 }
 
 #[test]

@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use strobe_db::{Profile, ResolvedFrame};
 
+use crate::cpu_profile::{CpuProfiles, EventSink};
 use crate::error::Result;
 use crate::jsonw;
 use crate::samples::StackCache;
@@ -37,8 +38,10 @@ pub struct ChromeStats {
     pub instants: u64,
     /// Counter (`C`) events.
     pub counters: u64,
-    /// Complete (`X`) events of sampled stack frames.
-    pub sample_frames: u64,
+    /// Samples in the threads' CPU profiles (`(idle)` ones included).
+    pub samples: u64,
+    /// Nodes of the CPU profiles' call trees.
+    pub profile_nodes: u64,
     /// Flow starts (`s`), one per `flow_out` key (a message's send side).
     pub flows_out: u64,
     /// Flow ends (`f`), one per `flow_in` key (its receive side).
@@ -48,8 +51,6 @@ pub struct ChromeStats {
 /// Extra lanes of a thread get synthetic thread ids `tid + k × LANE_STRIDE`
 /// (Linux thread ids stay below 2²²), so they never meet a real thread.
 const LANE_STRIDE: i64 = 1 << 22;
-/// The lane of a thread's sampled stacks.
-const SAMPLE_LANE: i64 = 511;
 /// Bytes of events gathered before they go to the writer: as much as a
 /// large `BufWriter` holds, so that it passes them on without a copy.
 const FLUSH_AT: usize = 1 << 20;
@@ -90,6 +91,16 @@ struct Events<W: Write> {
     first: bool,
 }
 
+impl<W: Write> EventSink for Events<W> {
+    fn event(&mut self) -> &mut Vec<u8> {
+        self.begin()
+    }
+
+    fn done(&mut self) -> Result<()> {
+        self.end()
+    }
+}
+
 impl<W: Write> Events<W> {
     /// The buffer, positioned for a new event (after its separator).
     fn begin(&mut self) -> &mut Vec<u8> {
@@ -119,7 +130,7 @@ impl<W: Write> Events<W> {
         value: &[&str],
     ) -> Result<()> {
         let b = self.begin();
-        b.extend_from_slice(br#"{"ph":"M","name":"#);
+        b.extend_from_slice(br#"{"ph":"M","cat":"__metadata","name":"#);
         jsonw::string(b, what);
         b.extend_from_slice(br#","pid":"#);
         jsonw::int(b, pid);
@@ -320,64 +331,6 @@ fn quoted_name(names: &mut HashMap<Arc<str>, Arc<str>>, f: &ResolvedFrame) -> Ar
     q
 }
 
-/// One thread's sampled stacks as a flame chart: the frames open since an
-/// earlier sample (outermost first, quoted names with their start in ns),
-/// the stack of the last sample and when its time ends.
-struct Flame {
-    /// `,"cat":"sample","pid":…,"tid":…,"ts":` of this thread's lane.
-    head: Vec<u8>,
-    open: Vec<(Arc<str>, i64)>,
-    stack: Option<(usize, i64)>,
-    end: i64,
-}
-
-impl Flame {
-    fn new(pid: i64, tid: i64) -> Self {
-        let mut head = br#","cat":"sample","pid":"#.to_vec();
-        jsonw::int(&mut head, pid);
-        head.extend_from_slice(br#","tid":"#);
-        jsonw::int(&mut head, tid + SAMPLE_LANE * LANE_STRIDE);
-        head.extend_from_slice(br#","ts":"#);
-        Flame {
-            head,
-            open: Vec::new(),
-            stack: None,
-            end: 0,
-        }
-    }
-
-    /// A sample with `names` (outermost first) at `at` ns: frames it no
-    /// longer has end there (as `X` events), new ones begin. Returns the
-    /// events written.
-    fn step<W: Write>(&mut self, ev: &mut Events<W>, names: &[Arc<str>], at: i64) -> Result<u64> {
-        let shared = self
-            .open
-            .iter()
-            .zip(names)
-            .take_while(|((open, _), name)| Arc::ptr_eq(open, name) || open == *name)
-            .count();
-        let mut written = 0;
-        while self.open.len() > shared {
-            let Some((name, start)) = self.open.pop() else {
-                break;
-            };
-            let b = ev.begin();
-            b.extend_from_slice(br#"{"ph":"X","name":"#);
-            b.extend_from_slice(name.as_bytes());
-            b.extend_from_slice(&self.head);
-            jsonw::micros(b, start);
-            b.extend_from_slice(br#","dur":"#);
-            jsonw::micros(b, at.saturating_sub(start).max(0));
-            b.push(b'}');
-            ev.end()?;
-            written += 1;
-        }
-        self.open
-            .extend(names[shared..].iter().map(|n| (n.clone(), at)));
-        Ok(written)
-    }
-}
-
 /// Converts a profile to Chrome trace JSON on `out`. Timestamps are
 /// microseconds on the common time base (see
 /// [`crate::source::clock_shifts`]), relative to the earliest process start,
@@ -493,43 +446,27 @@ pub fn write_chrome<W: Write>(p: &Profile, out: W) -> Result<ChromeStats> {
     let time_kind = strobe_db::summary::time_kind(p)?;
     let mut resolved = StackCache::default();
     let mut frame_names = FrameNames::default();
-    let mut flames: Vec<Flame> = Vec::new();
-    let mut flame_of: HashMap<(i64, i64), usize> = HashMap::new();
+    let mut profiles = CpuProfiles::default();
     for s in samples {
         let s = s?;
         if s.kind != time_kind {
             continue;
         }
-        let fi = match flame_of.get(&(s.pid, s.tid)) {
-            Some(&fi) => fi,
-            None => {
-                let name = lane_name(s.pid, s.tid, "samples");
-                let tid = s.tid + SAMPLE_LANE * LANE_STRIDE;
-                ev.metadata("thread_name", (s.pid, tid), "name", &[&name])?;
-                st.metadata += 1;
-                flame_of.insert((s.pid, s.tid), flames.len());
-                flames.push(Flame::new(s.pid, s.tid));
-                flames.len() - 1
-            }
-        };
         let proc = guids.index(&s.guid);
         let at = guids.at(proc, s.timestamp);
-        let flame = &mut flames[fi];
         let stack = s.stack_id.map(|id| (proc, id));
-        if stack != flame.stack {
-            let names: &[Arc<str>] = match s.stack_id {
-                Some(id) => frame_names.get(p, &mut resolved, (&s.guid, proc), id)?,
-                None => &[],
-            };
-            st.sample_frames += flame.step(&mut ev, names, at)?;
-            flame.stack = stack;
-        }
-        flame.end = at.saturating_add(s.weight_ns.min(i64::MAX as u64) as i64);
+        let names = || -> Result<Arc<[Arc<str>]>> {
+            let id = s.stack_id.unwrap_or_default();
+            Ok(frame_names
+                .get(p, &mut resolved, (&s.guid, proc), id)?
+                .clone())
+        };
+        let weight = s.weight_ns.min(i64::MAX as u64) as i64;
+        profiles.sample(&mut ev, (s.pid, s.tid), stack, names, at, weight)?;
     }
-    for flame in &mut flames {
-        let end = flame.end;
-        st.sample_frames += flame.step(&mut ev, &[], end)?;
-    }
+    let written = profiles.finish(&mut ev)?;
+    st.samples = written.samples;
+    st.profile_nodes = written.nodes;
     for c in source::counters(p)? {
         let c = c?;
         let proc = guids.index_str(&c.guid);
@@ -759,45 +696,64 @@ mod tests {
             })
             .collect();
         assert!(names.contains(&("thread_name", ODD)), "{names:?}");
-        let samples_lane = format!("{ODD} (samples)");
-        assert!(names.contains(&("thread_name", samples_lane.as_str())));
-        let labels = events
+        assert!(events
             .iter()
-            .find(|e| e["name"] == "process_labels")
-            .unwrap();
-        assert_eq!(labels["args"]["labels"], format!("/bin/{ODD} --flag"));
-        // The flame chart: the outer frame spans all three samples, the
-        // inner one the first two, the unsymbolized leaf the last.
-        let frames: Vec<(&str, f64, f64, i64)> = events
+            .filter(|e| e["ph"] == "M")
+            .all(|e| e["cat"] == "__metadata"));
+        // The samples: one CPU profile of thread 7, whose call tree has
+        // the outer frame, the inner one and the unsymbolized leaf under
+        // it, and `(idle)` where the last sample's time runs out.
+        let profile = events.iter().find(|e| e["name"] == "Profile").unwrap();
+        assert_eq!(profile["ph"], "P");
+        assert_eq!(
+            (profile["pid"].as_i64(), profile["tid"].as_i64()),
+            (Some(7), Some(7))
+        );
+        assert_eq!(profile["args"]["data"]["startTime"], 2000);
+        let chunks: Vec<&Value> = events
             .iter()
-            .filter(|e| e["ph"] == "X" && e["cat"] == "sample")
-            .map(|e| {
+            .filter(|e| e["name"] == "ProfileChunk")
+            .collect();
+        assert_eq!(chunks.len(), 1);
+        assert_eq!(chunks[0]["id"], profile["id"]);
+        let data = &chunks[0]["args"]["data"];
+        let nodes: Vec<(i64, Option<i64>, &str)> = data["cpuProfile"]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| {
                 (
-                    e["name"].as_str().unwrap(),
-                    e["ts"].as_f64().unwrap(),
-                    e["dur"].as_f64().unwrap(),
-                    e["tid"].as_i64().unwrap(),
+                    n["id"].as_i64().unwrap(),
+                    n["parent"].as_i64(),
+                    n["callFrame"]["functionName"].as_str().unwrap(),
                 )
             })
             .collect();
-        let lane = 7 + SAMPLE_LANE * LANE_STRIDE;
         let inner_name = format!("inner<{ODD}>");
         assert_eq!(
-            frames,
+            nodes,
             vec![
-                (inner_name.as_str(), 2000.0, 2000.002, lane),
-                ("libodd.so+0x300", 4000.002, 1000.001, lane),
-                (ODD, 2000.0, 3000.003, lane),
+                (1, None, ODD),
+                (2, Some(1), inner_name.as_str()),
+                (3, Some(1), "libodd.so+0x300"),
+                (4, None, "(idle)"),
             ]
         );
         assert_eq!(
+            data["cpuProfile"]["samples"],
+            serde_json::json!([2, 2, 3, 4])
+        );
+        assert_eq!(data["timeDeltas"], serde_json::json!([0, 1000, 1000, 1000]));
+        assert_eq!(data["endTime"], 5000);
+        assert_eq!(
             st,
             ChromeStats {
-                metadata: 4,
+                metadata: 3,
                 regions: 1,
                 instants: 1,
                 counters: 1,
-                sample_frames: 3,
+                samples: 4,
+                profile_nodes: 4,
                 ..Default::default()
             }
         );

@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod chrome;
+mod cpu_profile;
 pub mod csv;
 pub mod error;
 mod fasthash;

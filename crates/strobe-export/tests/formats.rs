@@ -26,12 +26,7 @@ fn chrome_json_parses_and_matches_counts() {
     let st = strobe_export::chrome::write_chrome(&p, &mut out).unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out).expect("valid JSON");
     let events = v["traceEvents"].as_array().unwrap();
-    let count = |ph: &str| {
-        events
-            .iter()
-            .filter(|e| e["ph"] == ph && e["cat"] != "sample")
-            .count() as u64
-    };
+    let count = |ph: &str| events.iter().filter(|e| e["ph"] == ph).count() as u64;
     assert_eq!(count("X"), exp.regions);
     assert_eq!(count("i"), exp.markers);
     assert_eq!(count("C"), exp.counters);
@@ -77,16 +72,46 @@ fn chrome_json_parses_and_matches_counts() {
     }
     // Typed arguments; strobe's own nesting depth is not among them.
     assert!(events.iter().all(|e| e["args"].get("depth").is_none()));
-    // The samples as a flame chart on a lane of each thread's own.
-    let frames: Vec<&serde_json::Value> = events
-        .iter()
-        .filter(|e| e["ph"] == "X" && e["cat"] == "sample")
-        .collect();
-    assert_eq!(frames.len() as u64, st.sample_frames);
-    assert!(
-        frames.iter().any(|e| e["name"] == fixture::HOT),
-        "hot function in the flame chart"
-    );
+    // The samples as one CPU profile per thread: every on-CPU sample is
+    // there once, `(idle)` ones aside, and the hot leaf as often as the
+    // fixture put it there.
+    let mut names: HashMap<(String, i64), String> = HashMap::new();
+    let (mut on_cpu, mut idle, mut hot) = (0u64, 0u64, 0u64);
+    for chunk in events.iter().filter(|e| e["name"] == "ProfileChunk") {
+        assert_eq!(chunk["ph"], "P");
+        let id = chunk["id"].as_str().unwrap().to_string();
+        let data = &chunk["args"]["data"];
+        for n in data["cpuProfile"]["nodes"].as_array().unwrap() {
+            if let Some(parent) = n["parent"].as_i64() {
+                assert!(
+                    names.contains_key(&(id.clone(), parent)),
+                    "parent first: {n}"
+                );
+            }
+            let name = n["callFrame"]["functionName"].as_str().unwrap();
+            names.insert((id.clone(), n["id"].as_i64().unwrap()), name.to_string());
+        }
+        let samples = data["cpuProfile"]["samples"].as_array().unwrap();
+        assert_eq!(samples.len(), data["timeDeltas"].as_array().unwrap().len());
+        for s in samples {
+            match names[&(id.clone(), s.as_i64().unwrap())].as_str() {
+                "(idle)" => idle += 1,
+                leaf => {
+                    on_cpu += 1;
+                    hot += u64::from(leaf == fixture::HOT);
+                }
+            }
+        }
+        assert!(data["timeDeltas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d.as_i64().is_some_and(|d| d >= 0)));
+    }
+    assert_eq!(on_cpu, exp.samples);
+    assert_eq!(hot, exp.hot_samples);
+    assert_eq!(on_cpu + idle, st.samples);
+    assert_eq!(names.len() as u64, st.profile_nodes);
 }
 
 #[test]

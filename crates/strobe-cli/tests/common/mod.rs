@@ -201,3 +201,32 @@ pub fn text(b: &[u8]) -> String {
 pub fn stderr(o: &Output) -> String {
     text(&o.stderr)
 }
+
+/// The rows of `strobe summary --report <report> --format csv` on `db`,
+/// each as column → value.
+pub fn summary_csv(db: &Path, report: &str) -> Vec<std::collections::HashMap<String, String>> {
+    let mut cmd = strobe_command();
+    cmd.args(["summary", "--report", report, "--format", "csv", "-i"])
+        .arg(db);
+    let out = run_bounded(cmd, Duration::from_secs(60));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty());
+    let header: Vec<String> = lines
+        .next()
+        .unwrap_or_default()
+        .split(',')
+        .map(String::from)
+        .collect();
+    lines
+        .map(|l| {
+            header
+                .iter()
+                .cloned()
+                .zip(l.split(',').map(String::from))
+                .collect()
+        })
+        .collect()
+}
