@@ -5,7 +5,9 @@
 //! Each test is one of the ways this went wrong: another user's silent
 //! connection stalled a run; a forged handover was written into the run;
 //! `stress-ng --sigsegv` (and a program with its fault handler on a small
-//! alternate stack) died under strobe; a thread name cleared the screen.
+//! alternate stack) died under strobe; a thread name cleared the screen;
+//! children that ended before the collector looked at their connection
+//! were refused as strangers, or dropped without a word.
 
 mod common;
 
@@ -502,4 +504,39 @@ fn children_started_with_a_cleared_environment_are_sampled_by_the_kernel_and_nam
         spun >= 5,
         "{spun} of the 6 spins have samples in main:\n{err}"
     );
+}
+
+/// Children that live under a millisecond: each connects, records a region
+/// and ends, often before the collector has read its parent's announcement
+/// (and `/proc` no longer shows whose child it was). Every one is kept.
+#[test]
+fn every_short_lived_child_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = build_program(dir.path(), "fork_children");
+    let out = dir.path().join("out");
+    let n = 200;
+    let mut cmd = strobe_command();
+    cmd.args(["sample", "--output-dir"])
+        .arg(&out)
+        .arg("--")
+        .arg(&program)
+        .arg(n.to_string());
+    let run = run_bounded(cmd, Duration::from_secs(300));
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert_eq!(text(&run.stdout).trim(), format!("children {n}"));
+    assert!(!stderr(&run).contains("refused"), "{}", stderr(&run));
+    let with_region = databases(&out)
+        .iter()
+        .filter(|db| {
+            let c = rusqlite::Connection::open(db).unwrap();
+            c.query_row(
+                "SELECT count(*) FROM regions WHERE name = 'child_work'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap()
+                == 1
+        })
+        .count();
+    assert_eq!(with_region, n);
 }

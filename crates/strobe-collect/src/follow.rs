@@ -391,15 +391,20 @@ impl Taps<'_> {
         let _ = self.to_writer.send(ToWriter::Ended { id: tap.id });
     }
 
-    /// Whether `pid` belongs to the run: the run's root, a process
-    /// followed or announced, or a descendant of one of them.
-    fn is_member(&self, pid: i32) -> bool {
+    /// Whether `peer` belongs to the run: the run's root, a process
+    /// followed or announced, or a descendant of one of them; or an
+    /// announced child that has ended since, connected as this user (its
+    /// ancestry can no longer be read).
+    fn is_member(&self, peer: listen::Peer) -> bool {
         let root = self.shared.options.run_root;
-        ancestry::descends(pid, |p| {
-            p == root
-                || self.expected.pending.contains_key(&p)
-                || self.taps.iter().any(|t| t.pid == p && !t.exited)
-        })
+        // SAFETY: geteuid has no preconditions.
+        let same_user = peer.uid == unsafe { libc::geteuid() };
+        (same_user && self.expected.ended.contains_key(&peer.pid))
+            || ancestry::descends(peer.pid, |p| {
+                p == root
+                    || self.expected.pending.contains_key(&p)
+                    || self.taps.iter().any(|t| t.pid == p && !t.exited)
+            })
     }
 
     fn start(&mut self, h: listen::Handover) {
@@ -437,6 +442,11 @@ impl Taps<'_> {
 struct Expected {
     /// pid → pidfd, polled for the child's end.
     pending: HashMap<i32, OwnedFd>,
+    /// Announced children that ended before they connected (or before
+    /// their announcement was read), with when that was seen (ns): a
+    /// short-lived child's connection may still be waiting, and
+    /// `/proc` no longer shows whose child it was.
+    ended: HashMap<i32, u64>,
     /// Every pid that handed over a segment (a child may connect before
     /// its parent's announcement is read).
     connected: HashSet<i32>,
@@ -447,14 +457,31 @@ impl Expected {
         if self.connected.contains(&pid) || self.pending.contains_key(&pid) {
             return;
         }
-        if let Ok(fd) = strobe_core::pidfd::open(pid) {
-            self.pending.insert(pid, fd);
+        match strobe_core::pidfd::open(pid) {
+            Ok(fd) => {
+                self.pending.insert(pid, fd);
+            }
+            Err(_) => self.child_ended(pid),
         }
+    }
+
+    /// Announced child `pid` ended without having connected (yet).
+    fn child_ended(&mut self, pid: i32) {
+        self.pending.remove(&pid);
+        self.ended.insert(pid, strobe_core::clock::now_ns());
+    }
+
+    /// Forgets the ended children whose connection could no longer be
+    /// waiting (the listener decides on an unknown one within its grace).
+    fn forget_ended(&mut self, now_ns: u64) {
+        self.ended
+            .retain(|_, &mut at| now_ns.saturating_sub(at) <= 2 * listen::UNKNOWN_GRACE_NS);
     }
 
     fn connected(&mut self, pid: i32) {
         self.connected.insert(pid);
         self.pending.remove(&pid);
+        self.ended.remove(&pid);
     }
 }
 
@@ -549,11 +576,13 @@ fn follow(listener: &mut listen::Listener, t: &mut Taps<'_>) {
         for (pid, fd) in pending.iter().zip(pending_fds) {
             if fd.revents != 0 {
                 // Ended without connecting (or exec'd an image that was
-                // named already).
-                t.expected.pending.remove(pid);
+                // named already); its connection may still be waiting.
+                t.expected.child_ended(*pid);
             }
         }
-        let accepted = listener.accept(strobe_core::clock::now_ns(), |pid| t.is_member(pid));
+        let now = strobe_core::clock::now_ns();
+        t.expected.forget_ended(now);
+        let accepted = listener.accept(now, |peer| t.is_member(peer));
         lock(&shared.report).notes.extend(accepted.notes);
         for h in accepted.handovers {
             t.start(h);
@@ -596,7 +625,10 @@ fn follow(listener: &mut listen::Listener, t: &mut Taps<'_>) {
             .map(|tap| (tap.pid, Some(tap.command.clone())))
             .chain(t.expected.pending.keys().map(|&pid| (pid, None)))
             .collect();
-        if interrupted || (program_done && t.taps.is_empty() && t.expected.pending.is_empty()) {
+        // Connections still to decide on (a child that connected and ended
+        // before its parent's announcement was read) are part of the run.
+        let settled = t.taps.is_empty() && t.expected.pending.is_empty() && listener.idle();
+        if interrupted || (program_done && settled) {
             if let Some(events) = kernel.as_mut() {
                 t.drain_kernel(events);
             }

@@ -144,13 +144,18 @@ impl Listener {
         self.refused
     }
 
-    /// One pass (never blocks): takes new connections from processes
+    /// Whether no connection waits to be decided on or for its message.
+    pub fn idle(&self) -> bool {
+        self.waiting.is_empty() && self.unknown.is_empty()
+    }
+
+    /// One pass (never blocks): takes new connections from peers
     /// `is_member` accepts, and every handover that has arrived on them.
     /// `now_ns` is `CLOCK_MONOTONIC`.
-    pub fn accept(&mut self, now_ns: u64, is_member: impl Fn(i32) -> bool) -> Accepted {
+    pub fn accept(&mut self, now_ns: u64, is_member: impl Fn(Peer) -> bool) -> Accepted {
         let mut out = Accepted::default();
         for (conn, p, since) in std::mem::take(&mut self.unknown) {
-            if is_member(p.pid) {
+            if is_member(p) {
                 self.wait_for_message(&mut out, conn, p, now_ns);
             } else if now_ns.saturating_sub(since) < UNKNOWN_GRACE_NS {
                 self.unknown.push((conn, p, since));
@@ -174,7 +179,7 @@ impl Listener {
             // SAFETY: a descriptor accept4 just returned.
             let conn = unsafe { OwnedFd::from_raw_fd(conn) };
             match peer(&conn) {
-                Some(p) if is_member(p.pid) => self.wait_for_message(&mut out, conn, p, now_ns),
+                Some(p) if is_member(p) => self.wait_for_message(&mut out, conn, p, now_ns),
                 Some(p) if self.unknown.len() < MAX_UNKNOWN => self.unknown.push((conn, p, now_ns)),
                 Some(p) => self.refuse_outsider(&mut out, p),
                 None => self.refuse(
