@@ -508,9 +508,10 @@ fn children_started_with_a_cleared_environment_are_sampled_by_the_kernel_and_nam
 
 /// Children that live under a millisecond: each connects, records a region
 /// and ends, often before the collector has read its parent's announcement
-/// (and `/proc` no longer shows whose child it was). Every one is kept.
-#[test]
-fn every_short_lived_child_is_kept() {
+/// (and `/proc` no longer shows whose child it was); with `exec`, each
+/// child's second image connects after its first was followed and ended.
+/// Every one is kept, and nothing is refused.
+fn short_lived_children_are_kept(mode: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let program = build_program(dir.path(), "fork_children");
     let out = dir.path().join("out");
@@ -520,7 +521,8 @@ fn every_short_lived_child_is_kept() {
         .arg(&out)
         .arg("--")
         .arg(&program)
-        .arg(n.to_string());
+        .arg(n.to_string())
+        .args(mode);
     let run = run_bounded(cmd, Duration::from_secs(300));
     assert!(run.status.success(), "{}", stderr(&run));
     assert_eq!(text(&run.stdout).trim(), format!("children {n}"));
@@ -539,4 +541,14 @@ fn every_short_lived_child_is_kept() {
         })
         .count();
     assert_eq!(with_region, n);
+}
+
+#[test]
+fn every_short_lived_child_is_kept() {
+    short_lived_children_are_kept(&[]);
+}
+
+#[test]
+fn every_short_lived_child_image_is_kept() {
+    short_lived_children_are_kept(&["exec"]);
 }

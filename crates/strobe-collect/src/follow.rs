@@ -444,8 +444,8 @@ struct Expected {
     pending: HashMap<i32, OwnedFd>,
     /// Announced children that ended before they connected (or before
     /// their announcement was read), with when that was seen (ns): a
-    /// short-lived child's connection may still be waiting, and
-    /// `/proc` no longer shows whose child it was.
+    /// short-lived child's connections may still be waiting (one per
+    /// image it ran), and `/proc` no longer shows whose child it was.
     ended: HashMap<i32, u64>,
     /// Every pid that handed over a segment (a child may connect before
     /// its parent's announcement is read).
@@ -465,7 +465,8 @@ impl Expected {
         }
     }
 
-    /// Announced child `pid` ended without having connected (yet).
+    /// Process `pid` of the run (announced, or followed) ended; it may
+    /// still have connections waiting.
     fn child_ended(&mut self, pid: i32) {
         self.pending.remove(&pid);
         self.ended.insert(pid, strobe_core::clock::now_ns());
@@ -481,7 +482,6 @@ impl Expected {
     fn connected(&mut self, pid: i32) {
         self.connected.insert(pid);
         self.pending.remove(&pid);
-        self.ended.remove(&pid);
     }
 }
 
@@ -611,9 +611,12 @@ fn follow(listener: &mut listen::Listener, t: &mut Taps<'_>) {
         let mut i = 0;
         while i < t.taps.len() {
             if t.taps[i].exited || interrupted {
-                // The pid may be reused by a later child of the run.
+                // The pid may be reused by a later child of the run. An
+                // image it exec'd may have connected and ended since, with
+                // no `/proc` entry left to show it is of the run.
                 let pid = t.taps[i].pid;
                 t.expected.connected.remove(&pid);
+                t.expected.child_ended(pid);
                 t.end(i);
             } else {
                 i += 1;
