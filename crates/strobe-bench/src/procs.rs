@@ -1,7 +1,7 @@
 //! `strobe-bench procs`: what strobe adds per process and per thread, plain
 //! and under `strobe sample` side by side in one run.
 //!
-//! Five parts (`--only` picks some):
+//! Six parts (`--only` picks some):
 //! 1. `true`: `/bin/true` N times plain and under `strobe sample`: the
 //!    whole command's wall time, and the program's own wall time measured
 //!    from inside a profiled parent (`timeit`, a small C helper that times
@@ -12,10 +12,14 @@
 //!    (64 KiB stacks), and of one holding a single thread.
 //! 5. `size`: the runtime library's size, unstripped and stripped, and the
 //!    count of its symbols naming SQLite.
+//! 6. `stress`: stress-ng's fork-heavy stressors (`--fork`, `--zombie`,
+//!    `--prctl`, one worker for `--stress-seconds`): their bogo-ops per
+//!    second of real time, plain and under strobe.
 //!
 //! Every child runs under a timeout (`--timeout`); a series whose child
-//! times out stops and reports "timed out". Needs `cc`, `bash`, `seq` and
-//! `make`; prints figures and asserts nothing.
+//! times out stops and reports "timed out". Needs `cc`, `bash`, `seq`,
+//! `make` and (part `stress`) `stress-ng`; prints figures and asserts
+//! nothing.
 
 use crate::overhead::strobe_binary;
 use anyhow::{bail, Context, Result};
@@ -42,6 +46,9 @@ pub struct ProcsArgs {
     /// Parts to run, comma-separated (default: all).
     #[arg(long, value_delimiter = ',', value_name = "PART")]
     only: Vec<Part>,
+    /// Seconds each stress-ng run lasts (part `stress`).
+    #[arg(long, default_value_t = 3)]
+    stress_seconds: u64,
     /// Seconds any one child may run before it is killed.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
@@ -72,6 +79,9 @@ pub enum Part {
     /// The runtime library's size and SQLite symbols.
     #[value(alias = "5")]
     Size,
+    /// stress-ng's fork-heavy stressors.
+    #[value(alias = "6")]
+    Stress,
 }
 
 /// `timeit PROGRAM [ARGS...]`: prints the wall time of fork + exec + wait.
@@ -614,6 +624,60 @@ fn part_loop(b: &mut Bench, rounds: usize, rows: &mut Vec<Row>) -> Result<()> {
     Ok(())
 }
 
+/// The bogo-ops per second of real time of `stressor` in stress-ng's
+/// `--metrics-brief` output.
+fn bogo_ops_per_s(stressor: &str, out: &str) -> Option<f64> {
+    out.lines().find_map(|l| {
+        let fields: Vec<&str> = l.split_whitespace().collect();
+        // stress-ng: metrc: [PID] NAME OPS REAL USR SYS OPS/S(real) OPS/S(cpu)
+        match fields.as_slice() {
+            [_, "metrc:", _, name, _, _, _, _, real, _] if *name == stressor => real.parse().ok(),
+            _ => None,
+        }
+    })
+}
+
+/// Part 6: stress-ng's fork-heavy stressors, bogo-ops/s plain and under
+/// strobe.
+fn part_stress(b: &mut Bench, seconds: u64, rounds: usize, rows: &mut Vec<Row>) -> Result<()> {
+    eprintln!("procs: stress-ng --fork, --zombie, --prctl, {seconds} s each, {rounds} rounds");
+    for stressor in ["fork", "zombie", "prctl"] {
+        let prog: Vec<String> = [
+            "stress-ng".to_string(),
+            format!("--{stressor}"),
+            "1".into(),
+            "--timeout".into(),
+            format!("{seconds}s"),
+            "--metrics-brief".into(),
+            "--stdout".into(),
+        ]
+        .to_vec();
+        let s = b.interleaved(
+            &[
+                (stressor, prog.clone()),
+                ("strobe sample -- stress-ng", b.under_strobe(&prog)),
+            ],
+            rounds,
+            |_, out| bogo_ops_per_s(stressor, out).map(|v| (v, 0.0)),
+        )?;
+        let mut r = Row::new(
+            "stress",
+            format!("stress-ng --{stressor} 1: bogo-ops/s (real time), median"),
+        );
+        let ops = |v: f64| format!("{v:.0}");
+        r.plain = s[0].summary(ops);
+        r.strobe = s[1].summary(ops);
+        if !s[0].values.is_empty() && !s[1].values.is_empty() {
+            r.ratio = format!(
+                "{:.2} of plain",
+                median(&s[1].values) / median(&s[0].values)
+            );
+        }
+        rows.push(r);
+    }
+    Ok(())
+}
+
 /// Writes 7 small C files and their Makefile into `dir`.
 fn write_make_project(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)?;
@@ -967,6 +1031,9 @@ pub fn run(args: &ProcsArgs) -> Result<()> {
     if wanted(Part::Size) {
         part_size(&mut b, &mut rows)?;
     }
+    if wanted(Part::Stress) {
+        part_stress(&mut b, args.stress_seconds, args.rounds, &mut rows)?;
+    }
 
     println!(
         "machine: {}; load average {load_before} before, {} after",
@@ -976,7 +1043,7 @@ pub fn run(args: &ProcsArgs) -> Result<()> {
     println!("strobe:  {}", b.strobe.display());
     println!("runtime: {}", b.runtime.display());
     println!(
-        "runs {} (true), rounds {} (loop, make, threads), threads {}, timeout {} s; took {:.0} s",
+        "runs {} (true), rounds {} (loop, make, threads, stress), threads {}, timeout {} s; took {:.0} s",
         args.runs,
         args.rounds,
         args.threads,

@@ -67,8 +67,14 @@ pub enum Outcome {
     Finished(ExitStatus),
 }
 
-/// Runs `command` with `env` changes and waits for it.
-pub fn run(command: &[OsString], env: &[(OsString, OsString)], remove: &[&str]) -> Result<Outcome> {
+/// Runs `command` with `env` changes and waits for it; `started` learns
+/// its pid as soon as it runs.
+pub fn run(
+    command: &[OsString],
+    env: &[(OsString, OsString)],
+    remove: &[&str],
+    started: impl FnOnce(i32),
+) -> Result<Outcome> {
     let (program, args) = command.split_first().expect("clap requires a command");
     let mut cmd = Command::new(program);
     cmd.args(args);
@@ -93,6 +99,7 @@ pub fn run(command: &[OsString], env: &[(OsString, OsString)], remove: &[&str]) 
         }
     };
     CHILD.store(child.id() as i32, Ordering::SeqCst);
+    started(child.id() as i32);
     let status = child.wait()?;
     CHILD.store(0, Ordering::SeqCst);
     Ok(Outcome::Finished(status))

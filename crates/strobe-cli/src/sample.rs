@@ -676,7 +676,9 @@ pub fn run_program(
     if let Some(events) = kernel {
         collector.sample_kernel(events, kernel_samples_all);
     }
-    let outcome = run(command, &env, &["STROBE_CONFIG"])?;
+    let outcome = run(command, &env, &["STROBE_CONFIG"], |pid| {
+        collector.announce(pid)
+    })?;
     collector.program_done();
     let report = wait_for_collector(collector);
     notes.extend(report.notes);

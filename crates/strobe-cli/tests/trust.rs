@@ -552,3 +552,31 @@ fn every_short_lived_child_is_kept() {
 fn every_short_lived_child_image_is_kept() {
     short_lived_children_are_kept(&["exec"]);
 }
+
+/// A program that records a region and ends at once is often reaped by the
+/// launcher before the collector has looked at its connection: the launcher
+/// announces it, and its region is kept every time.
+#[test]
+fn a_program_that_ends_at_once_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = build_program(dir.path(), "fork_children");
+    for round in 0..20 {
+        let out = dir.path().join(format!("out{round}"));
+        let run = run_bounded(
+            sample(&out, &[program.to_str().unwrap(), "child"]),
+            Duration::from_secs(60),
+        );
+        assert!(run.status.success(), "{}", stderr(&run));
+        let dbs = databases(&out);
+        assert_eq!(dbs.len(), 1, "round {round}: {dbs:?} {}", stderr(&run));
+        let c = rusqlite::Connection::open(&dbs[0]).unwrap();
+        let regions: i64 = c
+            .query_row(
+                "SELECT count(*) FROM regions WHERE name = 'child_work'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(regions, 1, "round {round}");
+    }
+}

@@ -580,6 +580,9 @@ fn follow(listener: &mut listen::Listener, t: &mut Taps<'_>) {
                 t.expected.child_ended(*pid);
             }
         }
+        for pid in std::mem::take(&mut *lock(&shared.announced)) {
+            t.expected.announce(pid);
+        }
         let now = strobe_core::clock::now_ns();
         t.expected.forget_ended(now);
         let accepted = listener.accept(now, |peer| t.is_member(peer));

@@ -213,7 +213,8 @@ pub fn capture_segments(
     let mut ended_at = None;
     loop {
         let now = strobe_core::clock::now_ns();
-        let accepted = listener.accept(now, |peer| crate::ancestry::descends(peer.pid, |p| p == me));
+        let accepted =
+            listener.accept(now, |peer| crate::ancestry::descends(peer.pid, |p| p == me));
         segments.extend(accepted.handovers.into_iter().map(|h| h.segment));
         if ended_at.is_none() && child.try_wait()?.is_some() {
             ended_at = Some(std::time::Instant::now());

@@ -246,6 +246,9 @@ struct Shared {
     /// The kernel samples every process of the run (the runtime's sampler
     /// is off): from the options, or set with the launcher's events.
     kernel_for_all: AtomicBool,
+    /// Processes the launcher started, to be expected like children a
+    /// parent announced.
+    announced: Mutex<Vec<i32>>,
 }
 
 impl Shared {
@@ -303,6 +306,7 @@ impl Collector {
             spooled: AtomicU64::new(0),
             kernel: Mutex::new(None),
             kernel_for_all: AtomicBool::new(options_for_all),
+            announced: Mutex::new(Vec::new()),
         });
         let thread = {
             let shared = shared.clone();
@@ -340,6 +344,13 @@ impl Collector {
     pub fn sample_kernel(&self, events: KernelEvents, for_all: bool) {
         self.shared.kernel_for_all.store(for_all, Ordering::SeqCst);
         *lock(&self.shared.kernel) = Some(events);
+        self.shared.wake();
+    }
+
+    /// The launcher started process `pid` (the program): it is of the run
+    /// even if it ends before the collector sees it connect.
+    pub fn announce(&self, pid: i32) {
+        lock(&self.shared.announced).push(pid);
         self.shared.wake();
     }
 
