@@ -580,3 +580,36 @@ fn a_program_that_ends_at_once_is_kept() {
         assert_eq!(regions, 1, "round {round}");
     }
 }
+
+/// A forked child keeps its segment to itself until it records something;
+/// one that only computes is woken by its first sample (in the signal
+/// handler), so its samples reach the collector even when it is killed
+/// with SIGKILL and never runs another line of strobe.
+#[test]
+fn a_forked_child_that_only_computes_and_is_killed_keeps_its_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = build_program(dir.path(), "fork_children");
+    let out = dir.path().join("out");
+    let run = run_bounded(
+        sample(&out, &[program.to_str().unwrap(), "kill", "400"]),
+        Duration::from_secs(60),
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    let child: i64 = text(&run.stdout)
+        .trim()
+        .strip_prefix("killed ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{}", text(&run.stdout)));
+    let db = databases(&out)
+        .into_iter()
+        .find(|db| db.file_stem().and_then(|s| s.to_str()) == Some(&child.to_string()))
+        .unwrap_or_else(|| panic!("no database of child {child}: {:?}", databases(&out)));
+    let functions = summary_csv(&db, "functions");
+    let burn = functions
+        .iter()
+        .find(|f| f["Name"] == "child_burn")
+        .unwrap_or_else(|| panic!("{functions:?}"));
+    // 0.4 s of CPU at 250 Hz is about 100 samples.
+    let samples: u64 = burn["Self Samples"].parse().unwrap();
+    assert!(samples >= 40, "{samples} samples in child_burn");
+}

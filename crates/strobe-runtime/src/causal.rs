@@ -223,6 +223,7 @@ pub fn progress(name: &[u8], kind: u32, end: bool) {
     let Some(rt) = current() else {
         return;
     };
+    crate::dormant::wake();
     let Some(point) = rt.segment.causal().point(name, kind) else {
         return;
     };

@@ -10,9 +10,22 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+/// The collector's abstract socket address and its length.
+pub type Address = (libc::sockaddr_un, libc::socklen_t);
+
 /// Sends `segment_fd` and a pidfd of this process to the collector at the
 /// abstract socket `name`.
 pub fn hand_over(name: &str, segment_fd: &OwnedFd) -> io::Result<()> {
+    hand_over_to(
+        &strobe_core::shm::socket::abstract_address(name)?,
+        segment_fd,
+    )
+}
+
+/// Sends `segment_fd` and a pidfd of this process to the collector at
+/// `addr`. **Signal handler** safe: system calls only, nothing allocated
+/// (errors are the system's codes).
+pub fn hand_over_to(addr: &Address, segment_fd: &OwnedFd) -> io::Result<()> {
     // SAFETY: socket(2) with constant arguments.
     let sock = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) };
     if sock < 0 {
@@ -20,13 +33,13 @@ pub fn hand_over(name: &str, segment_fd: &OwnedFd) -> io::Result<()> {
     }
     // SAFETY: a descriptor we just created and own.
     let sock = unsafe { OwnedFd::from_raw_fd(sock) };
-    let (addr, len) = strobe_core::shm::socket::abstract_address(name)?;
+    let (addr, len) = addr;
     // SAFETY: a valid address of `len` bytes.
     if unsafe {
         libc::connect(
             sock.as_raw_fd(),
-            &addr as *const _ as *const libc::sockaddr,
-            len,
+            addr as *const libc::sockaddr_un as *const libc::sockaddr,
+            *len,
         )
     } != 0
     {

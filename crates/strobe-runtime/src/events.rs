@@ -106,6 +106,9 @@ fn emit_with(
     bytes: &[u8],
     more: &[u8],
 ) {
+    if crate::dormant::is_dormant() {
+        crate::dormant::wake();
+    }
     let seg = rt.segment;
     let s = seg.slot(slot);
     if s.event_busy.swap(1, Ordering::Acquire) != 0 {

@@ -23,6 +23,7 @@ mod causal_wrap;
 mod connect;
 mod counters;
 mod dl;
+mod dormant;
 mod events;
 mod interpose;
 mod log;

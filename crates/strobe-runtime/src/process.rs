@@ -115,7 +115,20 @@ fn after_fork_in_child(parent: &'static crate::state::Runtime) {
     let spare = crate::state::abandon_after_fork(parent);
     crate::events::clear_my_slot();
     if parent.config.fork_follow {
-        crate::start::start_child(parent.config.clone(), spare);
+        // The parent's sampling signals and their handler are this
+        // process's too: the child samples with them rather than looking
+        // for free signals again (a system call per signal).
+        let mut config = parent.config.clone();
+        let chosen = &parent.segment.header().signals;
+        for (signal, chosen) in [&mut config.cputime_signal, &mut config.realtime_signal]
+            .into_iter()
+            .zip(chosen)
+        {
+            if *signal == 0 {
+                *signal = chosen.load(std::sync::atomic::Ordering::Acquire);
+            }
+        }
+        crate::start::start_child(config, spare);
     }
 }
 
@@ -175,6 +188,12 @@ fn around_exec(
     };
     let _ = std::panic::catch_unwind(|| {
         let (target, reason) = target_and_reason();
+        // A forked child that recorded nothing stays unseen when its new
+        // image brings the runtime; the collector must learn of one that
+        // will not be profiled (it says so, or samples it by the kernel).
+        if reason != exec_reason::NONE {
+            crate::dormant::wake_and_report();
+        }
         rt.segment.note_exec(&target, reason);
         if let Some(s) = &rt.sampler {
             s.stop();

@@ -114,15 +114,7 @@ pub fn create_segment(config: &RuntimeConfig, args: &[Vec<u8>]) -> Option<&'stat
             return None;
         }
     };
-    segment.write_info(&describe_process(config, args));
-    for (flag, on) in segment
-        .header()
-        .sampling_on
-        .iter()
-        .zip(config.sampling_at_start)
-    {
-        flag.store(u32::from(on), std::sync::atomic::Ordering::Relaxed);
-    }
+    describe(&segment, config, args);
     if let Err(e) = crate::connect::hand_over(&collector, &fd) {
         crate::log::emit(&format!(
             "profiling is off for this process: cannot reach the collector ({e})"
@@ -255,14 +247,78 @@ pub fn collects_tracing() -> bool {
 }
 
 /// In a forked child that follows: a new segment, a new runtime (reusing
-/// the parent's samplers), this thread registered.
+/// the parent's samplers), this thread registered. With the runtime's own
+/// sampler on, the segment stays private until the child records
+/// something (`dormant`): its first sample wakes it. Without (kernel
+/// sampling, or none), it is handed over at once, as the kernel's samples
+/// of the child need the collector to know it.
 pub fn start_child(config: RuntimeConfig, spare: Option<strobe_sampler::Spare>) {
-    let Some(segment) = create_segment(&config, ARGUMENTS.get().map_or(&[], Vec::as_slice)) else {
-        return;
+    let args: &[Vec<u8>] = ARGUMENTS.get().map_or(&[], Vec::as_slice);
+    let own_sampler = config.cputime_hz > 0.0 || config.realtime_hz > 0.0;
+    let (segment, collector) = if own_sampler {
+        match create_private_segment(&config, args) {
+            Some((segment, collector)) => (segment, Some(collector)),
+            None => return,
+        }
+    } else {
+        match create_segment(&config, args) {
+            Some(segment) => (segment, None),
+            None => return,
+        }
     };
     let rt = crate::state::publish(config, segment);
     if let (Some(sampler), Some(spare)) = (&rt.sampler, spare) {
         sampler.adopt(spare);
     }
+    strobe_sampler::set_before_sample(Some(crate::dormant::wake));
     begin(rt, &[]);
+    if let Some(collector) = collector {
+        crate::dormant::enter(segment, collector);
+    }
+}
+
+/// A forked child's segment in private memory, describing the process,
+/// and the collector's address to hand it to later. `None` (and a
+/// message) when that fails.
+fn create_private_segment(
+    config: &RuntimeConfig,
+    args: &[Vec<u8>],
+) -> Option<(&'static Segment, crate::connect::Address)> {
+    let off = |why: String| crate::log::emit(&format!("profiling is off for this process: {why}"));
+    let Ok(name) = std::env::var(COLLECTOR_ENV) else {
+        off("no collector to send data to".into());
+        return None;
+    };
+    let collector = match strobe_core::shm::socket::abstract_address(&name) {
+        Ok(a) => a,
+        Err(e) => {
+            off(format!("cannot reach the collector ({e})"));
+            return None;
+        }
+    };
+    // SAFETY: getpid/getppid have no preconditions.
+    let (pid, ppid) = unsafe { (libc::getpid(), libc::getppid()) };
+    let segment = match Segment::create_private(config.layout, pid, ppid, now_ns()) {
+        Ok(s) => s,
+        Err(e) => {
+            off(format!("cannot create its memory for records: {e}"));
+            return None;
+        }
+    };
+    describe(&segment, config, args);
+    Some((segment.leak(), collector))
+}
+
+/// Writes the process's description and the samplers' first state into
+/// `segment`.
+fn describe(segment: &Segment, config: &RuntimeConfig, args: &[Vec<u8>]) {
+    segment.write_info(&describe_process(config, args));
+    for (flag, on) in segment
+        .header()
+        .sampling_on
+        .iter()
+        .zip(config.sampling_at_start)
+    {
+        flag.store(u32::from(on), std::sync::atomic::Ordering::Relaxed);
+    }
 }

@@ -71,9 +71,11 @@ pub unsafe extern "C" fn pthread_create(
         return unsafe { real_create(thread, attr, start, arg) };
     }
     // A library may have been loaded since the last look: new threads
-    // often run its code.
+    // often run its code. A forked child's private segment is shared
+    // first, while one thread alone writes to it.
     let _ = std::panic::catch_unwind(|| {
         if let Some(rt) = crate::state::owned() {
+            crate::dormant::wake_and_report();
             crate::dl::refresh_modules(rt);
         }
     });

@@ -73,6 +73,10 @@ static SAMPLE_TAP: AtomicUsize = AtomicUsize::new(0);
 /// (0 = none): `fn(slot, frames, periods)`.
 static AFTER_SAMPLE: AtomicUsize = AtomicUsize::new(0);
 
+/// A function the handler calls before it writes a sample (0 = none):
+/// `fn()`.
+static BEFORE_SAMPLE: AtomicUsize = AtomicUsize::new(0);
+
 /// Counter values every sample carries (0 = none), and the function that
 /// reads them (`fn(u32, &mut [u64])`, 0 = none).
 static COUNTER_VALUES: AtomicUsize = AtomicUsize::new(0);
@@ -109,6 +113,14 @@ pub fn set_sample_tap(tap: Option<fn(&crate::Sample<'_>)>) {
 /// meanwhile, and its sample is committed after the hook returns.
 pub fn set_after_sample(hook: Option<fn(u32, &[u64], u32)>) {
     AFTER_SAMPLE.store(hook.map_or(0, |f| f as usize), Ordering::Release);
+}
+
+/// Has the handler call `hook()` before it writes each sample into the
+/// segment, **in the signal handler** on the sampled thread (it must not
+/// allocate or lock): a forked child's runtime shares its segment with the
+/// collector there when it takes its first sample.
+pub fn set_before_sample(hook: Option<fn()>) {
+    BEFORE_SAMPLE.store(hook.map_or(0, |f| f as usize), Ordering::Release);
 }
 
 /// Publishes the segment the handler writes to.
@@ -252,6 +264,12 @@ impl ThreadSampler {
         if self.busy.swap(true, Ordering::Acquire) {
             slot.lost_reentrant.fetch_add(1, Ordering::Relaxed);
             return;
+        }
+        let before = BEFORE_SAMPLE.load(Ordering::Acquire);
+        if before != 0 {
+            // SAFETY: only `set_before_sample` stores here, a `fn()`.
+            let before = unsafe { std::mem::transmute::<usize, fn()>(before) };
+            before();
         }
         if overruns > 0 {
             slot.overruns.fetch_add(overruns as u64, Ordering::Relaxed);

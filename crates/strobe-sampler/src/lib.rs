@@ -30,7 +30,9 @@ pub mod timer;
 pub mod unwind;
 
 pub use drain::{drain_samples, sample_from, Sample, SampleSink};
-pub use handler::{set_after_sample, set_sample_counters, set_sample_tap, MAX_SAMPLE_COUNTERS};
+pub use handler::{
+    set_after_sample, set_before_sample, set_sample_counters, set_sample_tap, MAX_SAMPLE_COUNTERS,
+};
 pub use modules::ModuleInfo;
 pub use sampler::{Sampler, SamplerConfig, SamplerError, Spare, TimerConfig};
 pub use timer::TimerClock;

@@ -168,14 +168,26 @@ pub fn mask_program_handler(signal: i32) {
     }
 }
 
+/// The sampling signals [`mask_program_handlers`] last went through every
+/// handler for. A forked child inherits the handlers as the parent left
+/// them, and this with them.
+static MASKED_FOR: AtomicU64 = AtomicU64::new(0);
+
 /// [`mask_program_handler`] for every signal: once the sampling signals
-/// are known.
+/// are known. Done once per set of sampling signals in an address space:
+/// a forked child sampling with its parent's signals finds every handler
+/// masked already (and saves a system call per signal).
 pub fn mask_program_handlers() {
+    let bits = sampling_bits();
+    if bits != 0 && MASKED_FOR.load(Ordering::Acquire) == bits {
+        return;
+    }
     for signal in 1..65 {
         if signal != libc::SIGKILL && signal != libc::SIGSTOP {
             mask_program_handler(signal);
         }
     }
+    MASKED_FOR.store(bits, Ordering::Release);
 }
 
 fn mask_words_mut(set: &mut libc::sigset_t) -> &mut [u64; 16] {

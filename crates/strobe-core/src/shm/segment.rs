@@ -3,7 +3,8 @@
 //!
 //! The runtime creates the segment (`memfd`) in its constructor, maps it,
 //! hands the descriptor to the collector and closes it; the collector maps
-//! the same pages. Data that reached a ring therefore survives any death of
+//! the same pages. A forked child starts with a private segment and shares
+//! it (same addresses, now a `memfd`) when it first records something. Data that reached a ring therefore survives any death of
 //! the program. Pages are touched only as slots are used, so memory grows
 //! with the threads that exist, not with the segment's size.
 //!
@@ -250,6 +251,18 @@ pub fn sealed_memfd(len: usize) -> io::Result<OwnedFd> {
     Ok(owned)
 }
 
+/// Refuses a layout the segment cannot have.
+fn check_layout(layout: Layout) -> io::Result<()> {
+    if layout.valid() {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "bad segment layout",
+        ))
+    }
+}
+
 fn map(fd: i32, len: usize) -> io::Result<*mut u8> {
     // SAFETY: mapping `len` bytes of a descriptor we hold; no address hint.
     let base = unsafe {
@@ -278,24 +291,60 @@ impl Segment {
         ppid: i32,
         start_ns: u64,
     ) -> io::Result<(Segment, OwnedFd)> {
-        if !layout.valid() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "bad segment layout",
-            ));
-        }
+        check_layout(layout)?;
         let len = layout.total();
         let owned = sealed_memfd(len)?;
         let base = map(owned.as_raw_fd(), len)?;
         let segment = Segment { base, len, layout };
+        segment.init_header(pid, ppid, start_ns);
+        Ok((segment, owned))
+    }
+
+    /// Creates a segment in private anonymous memory, seen by no other
+    /// process: what a forked child writes until it records something of
+    /// the program's. [`Segment::share`] moves it into a `memfd` at the
+    /// same addresses.
+    pub fn create_private(
+        layout: Layout,
+        pid: i32,
+        ppid: i32,
+        start_ns: u64,
+    ) -> io::Result<Segment> {
+        check_layout(layout)?;
+        let len = layout.total();
+        // SAFETY: a fresh anonymous mapping; no address hint.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let segment = Segment {
+            base: base as *mut u8,
+            len,
+            layout,
+        };
+        segment.init_header(pid, ppid, start_ns);
+        Ok(segment)
+    }
+
+    /// Writes the header of a fresh, zeroed mapping.
+    fn init_header(&self, pid: i32, ppid: i32, start_ns: u64) {
         // SAFETY: the header lies at the start of the fresh, zeroed mapping;
         // nobody else sees it yet.
-        let h = unsafe { &mut *(base as *mut Header) };
+        let h = unsafe { &mut *(self.base as *mut Header) };
         h.version = VERSION;
-        h.slots = layout.slots;
-        h.sample_ring_bytes = layout.sample_ring_bytes;
-        h.event_ring_bytes = layout.event_ring_bytes;
-        h.total_bytes = len as u64;
+        h.slots = self.layout.slots;
+        h.sample_ring_bytes = self.layout.sample_ring_bytes;
+        h.event_ring_bytes = self.layout.event_ring_bytes;
+        h.total_bytes = self.len as u64;
         h.pid = pid;
         h.ppid = ppid;
         h.start_ns = start_ns;
@@ -303,7 +352,90 @@ impl Segment {
         h.tsc_anchor = [ticks, ns];
         h.state.store(state::RUNNING, Ordering::Relaxed);
         h.magic = MAGIC;
-        Ok((segment, owned))
+    }
+
+    /// Moves a segment made by [`Segment::create_private`] into a fresh
+    /// sealed `memfd` mapped over the same addresses (`MAP_FIXED`), and
+    /// returns the descriptor to hand to the collector. What was written
+    /// is copied page by page, pages that are all zero left out: the
+    /// header and causal area, the slot table's used entries, and both
+    /// rings of every slot ever claimed. **Signal handler**: system calls
+    /// and copies only; it allocates, locks and formats nothing. The
+    /// caller makes sure nothing writes to the segment meanwhile (one
+    /// thread, every signal blocked). On an error the segment stays
+    /// private and unchanged.
+    pub fn share(&self) -> io::Result<OwnedFd> {
+        let fd = sealed_memfd(self.len)?;
+        let slot_table = self.layout.slot_table();
+        let used = self
+            .header()
+            .next_slot
+            .load(Ordering::Acquire)
+            .min(self.layout.slots) as usize;
+        self.copy_pages(&fd, 0, slot_table)?;
+        self.copy_pages(
+            &fd,
+            slot_table,
+            slot_table + used * std::mem::size_of::<Slot>(),
+        )?;
+        for i in 0..used {
+            let rings = self.layout.rings() + i * self.layout.per_slot();
+            self.copy_pages(&fd, rings, rings + self.layout.per_slot())?;
+        }
+        // SAFETY: replaces exactly this segment's mapping, at the same
+        // addresses and size, with the memfd just filled with its contents.
+        let base = unsafe {
+            libc::mmap(
+                self.base as *mut libc::c_void,
+                self.len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_FIXED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(fd)
+    }
+
+    /// Writes the pages of `[from, to)` (widened to whole pages) that are
+    /// not all zero into `fd` at their own offsets. **Signal handler**.
+    fn copy_pages(&self, fd: &OwnedFd, from: usize, to: usize) -> io::Result<()> {
+        const PAGE: usize = 4096;
+        let mut off = from & !(PAGE - 1);
+        let end = to.min(self.len);
+        while off < end {
+            // SAFETY: a whole page inside the mapping (the length is a
+            // multiple of the page size), read as words.
+            let words =
+                unsafe { std::slice::from_raw_parts(self.base.add(off) as *const u64, PAGE / 8) };
+            if words.iter().any(|&w| w != 0) {
+                let mut done = 0;
+                while done < PAGE {
+                    // SAFETY: writing bytes of the mapping to our memfd.
+                    let n = unsafe {
+                        libc::pwrite(
+                            fd.as_raw_fd(),
+                            self.base.add(off + done) as *const libc::c_void,
+                            PAGE - done,
+                            (off + done) as libc::off_t,
+                        )
+                    };
+                    if n < 0 {
+                        let e = io::Error::last_os_error();
+                        if e.kind() != io::ErrorKind::Interrupted {
+                            return Err(e);
+                        }
+                    } else {
+                        done += n as usize;
+                    }
+                }
+            }
+            off += PAGE;
+        }
+        Ok(())
     }
 
     /// Maps a segment received from a runtime and checks its header.
@@ -610,6 +742,54 @@ mod tests {
             0,
             "the producer sees the consumer's progress"
         );
+    }
+
+    #[test]
+    fn a_private_segment_shared_later_keeps_what_was_written_at_the_same_addresses() {
+        let seg = Segment::create_private(SMALL, 42, 1, 7).unwrap();
+        seg.write_info(b"hello");
+        let first = seg.claim_slot(1234).unwrap();
+        let second = seg.claim_slot(1235).unwrap();
+        assert!(seg.sample_ring(first).push(&[b"sample!!"]));
+        // Enough events to fill several pages of the second slot's ring.
+        let events = (SMALL.event_ring_bytes as usize / 2) / 24;
+        for k in 0..events {
+            assert!(seg
+                .event_ring(second)
+                .push(&[&(k as u64).to_le_bytes(), b"event..."]));
+        }
+        let header_at = seg.header() as *const Header;
+        let fd = seg.share().unwrap();
+        assert_eq!(seg.header() as *const Header, header_at, "same addresses");
+        let other = Segment::open(&fd).unwrap();
+        assert_eq!(other.header().pid, 42);
+        assert_eq!(other.header().magic, MAGIC);
+        assert_eq!(other.info(), b"hello");
+        assert_eq!(other.slots_in_use(), 2);
+        assert_eq!(other.slot(second).tid.load(Ordering::Relaxed), 1235);
+        let mut got = Vec::new();
+        other
+            .sample_ring(first)
+            .drain(|p| got.push(p.to_vec()))
+            .unwrap();
+        assert_eq!(got, vec![b"sample!!".to_vec()]);
+        let mut n = 0u64;
+        other
+            .event_ring(second)
+            .drain(|p| {
+                assert_eq!(&p[..8], &n.to_le_bytes());
+                n += 1;
+            })
+            .unwrap();
+        assert_eq!(n as usize, events);
+        // Written after sharing: seen by the other side at once.
+        assert!(seg.event_ring(first).push(&[b"later..."]));
+        let mut later = Vec::new();
+        other
+            .event_ring(first)
+            .drain(|p| later.push(p.to_vec()))
+            .unwrap();
+        assert_eq!(later, vec![b"later...".to_vec()]);
     }
 
     #[test]
