@@ -125,27 +125,59 @@ pub fn create_segment(config: &RuntimeConfig, args: &[Vec<u8>]) -> Option<&'stat
     Some(segment.leak())
 }
 
+/// What describes every process of this image whatever its pid, taken
+/// once, at start-up: the executable, the arguments and the recorded
+/// environment as encoded entries, and the identity the output name is
+/// made from (its environment cut to the variables the template names). A
+/// forked child is described by its parent's (its environment as the
+/// parent started), and so reads no environment and allocates little:
+/// every page a child writes is a copy.
+struct ImageDescription {
+    entries: Vec<u8>,
+    identity: strobe_core::output_path::ProcessIdentity,
+}
+
+static IMAGE: OnceLock<ImageDescription> = OnceLock::new();
+
+fn image_description(config: &RuntimeConfig, args: &[Vec<u8>]) -> &'static ImageDescription {
+    IMAGE.get_or_init(|| {
+        let mut w = InfoWriter::default();
+        let exe = strobe_sampler::modules::own_executable();
+        if !exe.is_empty() {
+            w.put(info::EXE, exe.as_bytes());
+        }
+        for a in args {
+            w.put(info::ARG, a);
+        }
+        for (k, v) in std::env::vars_os() {
+            let k = k.to_string_lossy();
+            let recorded = (k.starts_with("STROBE_") && !k.starts_with("STROBE_INTERNAL_"))
+                || k == "LD_PRELOAD"
+                || k == "OMP_NUM_THREADS"
+                || k.starts_with("XPTI_");
+            if recorded {
+                w.put(info::ENV, format!("{k}={}", v.to_string_lossy()).as_bytes());
+            }
+        }
+        let mut identity = strobe_core::output_path::ProcessIdentity::current();
+        identity
+            .env
+            .retain(|name, _| config.output_file.contains(name.as_str()));
+        ImageDescription {
+            entries: w.finish(),
+            identity,
+        }
+    })
+}
+
 /// The process information the collector records.
 fn describe_process(config: &RuntimeConfig, args: &[Vec<u8>]) -> Vec<u8> {
-    let mut w = InfoWriter::default();
-    let exe = strobe_sampler::modules::own_executable();
-    if !exe.is_empty() {
-        w.put(info::EXE, exe.as_bytes());
-    }
-    for a in args {
-        w.put(info::ARG, a);
-    }
-    for (k, v) in std::env::vars_os() {
-        let k = k.to_string_lossy();
-        let recorded = (k.starts_with("STROBE_") && !k.starts_with("STROBE_INTERNAL_"))
-            || k == "LD_PRELOAD"
-            || k == "OMP_NUM_THREADS"
-            || k.starts_with("XPTI_");
-        if recorded {
-            w.put(info::ENV, format!("{k}={}", v.to_string_lossy()).as_bytes());
-        }
-    }
-    let id = strobe_core::output_path::ProcessIdentity::current();
+    let image = image_description(config, args);
+    let mut w = InfoWriter::continuing(image.entries.clone());
+    let mut id = image.identity.clone();
+    id.pid = std::process::id();
+    // SAFETY: getppid has no preconditions.
+    id.ppid = unsafe { libc::getppid() } as u32;
     match strobe_core::output_path::expand_template(&config.output_file, &id) {
         Ok(name) => {
             w.put(info::DB_NAME, name.as_os_str().as_encoded_bytes());

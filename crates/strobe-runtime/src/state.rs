@@ -12,6 +12,7 @@ use crate::events::Strings;
 use std::ops::Range;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 use strobe_core::shm::config::RuntimeConfig;
 use strobe_core::shm::segment::Segment;
 use strobe_sampler::{Sampler, SamplerConfig, TimerConfig};
@@ -63,13 +64,19 @@ pub fn owned() -> Option<&'static Runtime> {
     current().filter(|rt| rt.pid == unsafe { libc::getpid() })
 }
 
-/// This library's executable range.
+/// This library's executable range (looked up once: a forked child has it
+/// at the same place).
 fn own_text() -> Range<u64> {
-    let here = own_text as fn() -> Range<u64> as usize as u64;
-    strobe_sampler::modules::loaded_modules()
-        .into_iter()
-        .find(|m| m.text.contains(&here))
-        .map_or(0..0, |m| m.text)
+    static OWN_TEXT: OnceLock<Range<u64>> = OnceLock::new();
+    OWN_TEXT
+        .get_or_init(|| {
+            let here = own_text as fn() -> Range<u64> as usize as u64;
+            strobe_sampler::modules::loaded_modules()
+                .into_iter()
+                .find(|m| m.text.contains(&here))
+                .map_or(0..0, |m| m.text)
+        })
+        .clone()
 }
 
 /// The sampler's configuration: the configured signals, or free real-time

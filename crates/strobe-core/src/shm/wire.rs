@@ -479,6 +479,11 @@ pub struct InfoWriter {
 }
 
 impl InfoWriter {
+    /// A writer that goes on after `entries`, encoded by another writer.
+    pub fn continuing(entries: Vec<u8>) -> Self {
+        InfoWriter { bytes: entries }
+    }
+
     /// Adds one entry.
     pub fn put(&mut self, key: u8, value: &[u8]) -> &mut Self {
         self.bytes.push(key);
