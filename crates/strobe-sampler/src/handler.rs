@@ -429,6 +429,19 @@ pub(crate) fn install(signal: i32, block: &[i32]) -> io::Result<()> {
             format!("signal {signal} is out of range 1..=64"),
         ));
     }
+    // A forked child inherits the handler its parent installed, with the
+    // same signals blocked: nothing to do (and no `dlsym` to pay for).
+    // SAFETY: sigaction is plain old data.
+    let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: querying only, through the real sigaction.
+    let queried = unsafe { signals::real_sigaction(signal, std::ptr::null(), &mut current) } == 0;
+    let blocks_all = block.iter().all(|&other| {
+        // SAFETY: a valid signal set; `other` was range-checked by the caller.
+        unsafe { libc::sigismember(&current.sa_mask, other) == 1 }
+    });
+    if queried && current.sa_sigaction == on_signal as *const () as usize && blocks_all {
+        return Ok(());
+    }
     // SAFETY: sigaction is plain old data.
     let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
     action.sa_sigaction = on_signal as *const () as usize;
