@@ -226,7 +226,12 @@ fn local_page(
 pub struct Samples<'p> {
     guids: Vec<Arc<str>>,
     feeds: Vec<Feed<'p>>,
+    /// The next row of every feed but the one of `first`.
     heads: std::collections::BinaryHeap<HeapEntry>,
+    /// The earliest next row of all: its feed goes on without touching
+    /// the heap while its rows stay before every other feed's (runs of
+    /// one feed are common: a process, or the two halves of one).
+    first: Option<HeapEntry>,
     started: bool,
     /// Table sets not started yet (a profile read in place, streamed a
     /// few processes at a time, see [`ACTIVE_SETS`]).
@@ -298,9 +303,11 @@ impl Ord for Head {
     }
 }
 
-impl Iterator for Samples<'_> {
-    type Item = Result<SampleEvent>;
-    fn next(&mut self) -> Option<Result<SampleEvent>> {
+impl Samples<'_> {
+    /// The next sample as (its stream's index, the row): what
+    /// [`Iterator::next`] returns, without the guid (see
+    /// [`Samples::guid`]) and with the stack id -1 when there is none.
+    pub(crate) fn next_row(&mut self) -> Option<Result<(usize, Raw)>> {
         if !self.started {
             self.started = true;
             let mut finished = 0;
@@ -322,20 +329,44 @@ impl Iterator for Samples<'_> {
                 }
             }
         }
-        // The feed of the earliest row replaces it in place (one sift).
-        let mut top = self.heads.peek_mut()?;
-        let std::cmp::Reverse(((_, _, k), Head(r))) = *top;
+        if self.first.is_none() {
+            self.first = self.heads.pop();
+        }
+        let std::cmp::Reverse(((_, _, k), Head(r))) = self.first.take()?;
+        // The feed's next row stays first while it is before the earliest
+        // row of the other feeds; otherwise it joins them in the heap.
         match self.feeds[k].next() {
-            Some(Ok(n)) => *top = std::cmp::Reverse(((n.timestamp, n.tid, k), Head(n))),
+            Some(Ok(n)) => {
+                let e = std::cmp::Reverse(((n.timestamp, n.tid, k), Head(n)));
+                self.first = Some(match self.heads.peek_mut() {
+                    Some(mut top) if *top > e => std::mem::replace(&mut *top, e),
+                    _ => e,
+                });
+            }
             Some(Err(e)) => return Some(Err(e.into())),
             None => {
-                std::collections::binary_heap::PeekMut::pop(top);
                 self.feeds[k] = Feed::Done;
                 if let Err(e) = self.start_next() {
                     return Some(Err(e));
                 }
             }
         }
+        Some(Ok((k, r)))
+    }
+
+    /// The process guid of the rows of stream `k`.
+    pub(crate) fn guid(&self, k: usize) -> &Arc<str> {
+        &self.guids[k]
+    }
+}
+
+impl Iterator for Samples<'_> {
+    type Item = Result<SampleEvent>;
+    fn next(&mut self) -> Option<Result<SampleEvent>> {
+        let (k, r) = match self.next_row()? {
+            Ok(v) => v,
+            Err(e) => return Some(Err(e)),
+        };
         Some(Ok(SampleEvent {
             guid: self.guids[k].clone(),
             pid: r.pid,
@@ -367,6 +398,7 @@ pub fn samples(p: &Profile) -> Result<Samples<'_>> {
         guids: Vec::new(),
         feeds: Vec::new(),
         heads: Default::default(),
+        first: None,
         started: false,
         pending: Default::default(),
         sets: sets

@@ -10,8 +10,11 @@
 //! matched) become flows across processes. Memory stays bounded: the
 //! writer keeps only the open regions (with the flows their ENDs end) and
 //! off-CPU slices of each thread, the interning tables of the current
-//! sequence (cleared and restarted past a fixed size) and the track table.
-//! It never reads a database itself in [`PerfettoWriter`] and never holds
+//! sequence (cleared and restarted past a fixed size), the track table
+//! and up to a MiB of encoded packets not yet handed to its output. The
+//! packets of the hot paths (plain track events, samples of interned
+//! stacks) are encoded by hand, the same bytes prost writes for them. It
+//! never reads a database itself in [`PerfettoWriter`] and never holds
 //! the trace.
 
 pub mod proto;
@@ -22,6 +25,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use prost::Message;
+use strobe_db::scan::ScannedSample;
 use strobe_db::{CounterRow, Profile, SampleRow, ThreadRecord};
 
 use crate::error::Result;
@@ -107,8 +111,87 @@ struct ThreadState {
     name: String,
     guid: Arc<str>,
     tid: i64,
+    /// The process's index in [`PerfettoWriter::procs`].
+    proc: usize,
     shift: source::Shift,
     lanes: Vec<Lane>,
+}
+
+/// A sample as the writer reads it: a [`SampleEvent`]'s fields, the guid
+/// borrowed (from the event, or from the sample stream for its rows).
+#[derive(Clone, Copy)]
+struct SampleIn<'a> {
+    guid: &'a Arc<str>,
+    pid: i64,
+    tid: i64,
+    timestamp: i64,
+    stack_id: Option<i64>,
+    kind: strobe_db::SampleKind,
+    weight_ns: u64,
+}
+
+impl<'a> SampleIn<'a> {
+    fn of(e: &'a SampleEvent) -> Self {
+        SampleIn {
+            guid: &e.guid,
+            pid: e.pid,
+            tid: e.tid,
+            timestamp: e.timestamp,
+            stack_id: e.stack_id,
+            kind: e.kind,
+            weight_ns: e.weight_ns,
+        }
+    }
+
+    /// A row of the sample stream of process `guid`.
+    fn row(guid: &'a Arc<str>, r: &ScannedSample) -> Self {
+        SampleIn {
+            guid,
+            pid: r.pid,
+            tid: r.tid,
+            timestamp: r.timestamp,
+            stack_id: (r.stack_id >= 0).then_some(r.stack_id),
+            kind: r.kind,
+            weight_ns: r.weight_ns,
+        }
+    }
+}
+
+/// Slots of the cache of recently used threads (by tid).
+const RECENT_THREADS: usize = 64;
+/// Slots of the caches of recently interned event names and categories.
+const RECENT_STRINGS: usize = 256;
+
+/// The iids of recently interned strings by the address of their `Arc`
+/// (each slot keeps its `Arc` alive, so an address is never reused while
+/// cached): the readers hand out one `Arc` per distinct string, so this
+/// skips hashing the text. Cleared with the interning state.
+struct RecentStrings(Vec<Option<(Arc<str>, u64)>>);
+
+impl RecentStrings {
+    fn new() -> Self {
+        RecentStrings(vec![None; RECENT_STRINGS])
+    }
+
+    fn slot(s: &Arc<str>) -> usize {
+        (Arc::as_ptr(s).cast::<u8>() as usize >> 4) % RECENT_STRINGS
+    }
+
+    #[inline]
+    fn get(&self, s: &Arc<str>) -> Option<u64> {
+        match &self.0[Self::slot(s)] {
+            Some((a, i)) if Arc::ptr_eq(a, s) => Some(*i),
+            _ => None,
+        }
+    }
+
+    fn put(&mut self, s: &Arc<str>, iid: u64) {
+        self.0[Self::slot(s)] = Some((s.clone(), iid));
+    }
+
+    fn clear(&mut self) {
+        self.0.iter_mut().for_each(|e| *e = None);
+    }
 }
 
 /// An END to write: (end time, tie-break, thread index, lane index).
@@ -119,27 +202,30 @@ type PendingEnd = Reverse<(i64, u64, usize, usize)>;
 /// Feed it in this order: [`PerfettoWriter::process`] for every process,
 /// [`PerfettoWriter::thread`] for known threads (unknown ones get a track
 /// on first use), then regions, samples and counters in time order (any
-/// interleaving, each stream ordered), then [`PerfettoWriter::finish`].
+/// interleaving, each stream ordered), then [`PerfettoWriter::finish`]
+/// (packets reach `out` in chunks: only `finish` writes the last one).
 /// Regions of one thread that overlap without nesting go to extra child
 /// tracks of the thread, so every track holds properly nested BEGIN/END
 /// pairs. Timestamps are written as given plus the per-process shift
 /// (see [`crate::source::clock_shifts`]), on `CLOCK_MONOTONIC`.
 pub struct PerfettoWriter<W: Write> {
     out: W,
+    /// Framed packets not yet handed to `out` (up to [`OUT_CHUNK`]).
+    pending_out: Vec<u8>,
+    /// A packet encoded by prost, before it is framed.
     buf: Vec<u8>,
-    ev: Vec<u8>,
     inter_buf: Vec<u8>,
-    frame: Vec<u8>,
     stats: PerfettoStats,
     shifts: HashMap<String, source::Shift>,
     modules: HashMap<(String, Arc<str>), ModuleRow>,
     described: HashSet<u64, Fast>,
     thread_index: FastMap<(Arc<str>, i64), usize>,
-    /// Recently used threads, matched by guid pointer (the entries keep
-    /// their guids alive, so a pointer is never reused while cached).
-    recent: Vec<(Arc<str>, i64, usize)>,
-    recent_next: usize,
+    /// Recently used threads by tid (a direct-mapped cache in front of
+    /// `thread_index`).
+    recent: Vec<Option<(Arc<str>, i64, usize)>>,
     threads: Vec<ThreadState>,
+    /// Process guids by first use, so per-sample keys are integers.
+    procs: FastMap<Arc<str>, usize>,
     counters: FastMap<(Arc<str>, Option<i64>, String), u64>,
     pending: BinaryHeap<PendingEnd>,
     push_seq: u64,
@@ -154,16 +240,19 @@ pub struct PerfettoWriter<W: Write> {
     interned: usize,
     next_iid: u64,
     names: FastMap<Arc<str>, u64>,
+    recent_names: RecentStrings,
     cats: FastMap<Arc<str>, u64>,
+    recent_cats: RecentStrings,
     func_names: FastMap<String, u64>,
     paths: FastMap<Arc<str>, u64>,
     build_ids: FastMap<String, u64>,
     mappings: FastMap<(String, Arc<str>), u64>,
     frames: FastMap<source::FrameKey, u64>,
-    callstacks: FastMap<Arc<str>, FastMap<i64, u64>>,
-    /// Off-CPU slice names per (process, call stack), cleared with the
-    /// interning state.
-    off_cpu_names: FastMap<(Arc<str>, i64), Arc<str>>,
+    /// Call stack iids by (process index, call site id).
+    callstacks: FastMap<(usize, i64), u64>,
+    /// Off-CPU slice names per (process index, call stack), cleared with
+    /// the interning state.
+    off_cpu_names: FastMap<(usize, i64), Arc<str>>,
     off_cpu_category: Arc<str>,
 }
 
@@ -174,6 +263,16 @@ fn off_cpu_slice_name(leaf: Option<&strobe_db::ResolvedFrame>) -> String {
         Some(f) => format!("off-CPU: {}", f.display_name()),
         None => "off-CPU: [no stack]".to_string(),
     }
+}
+
+/// Bytes of framed packets gathered before they are written to the output
+/// at once.
+const OUT_CHUNK: usize = 1 << 20;
+
+/// Bytes of `v` as a varint.
+#[inline]
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 #[inline]
@@ -203,10 +302,9 @@ impl<W: Write> PerfettoWriter<W> {
     ) -> Result<Self> {
         let mut w = PerfettoWriter {
             out,
+            pending_out: Vec::with_capacity(OUT_CHUNK + 4096),
             buf: Vec::with_capacity(256),
-            ev: Vec::with_capacity(64),
             inter_buf: Vec::with_capacity(256),
-            frame: Vec::with_capacity(16),
             stats: PerfettoStats::default(),
             shifts,
             modules: modules
@@ -215,9 +313,9 @@ impl<W: Write> PerfettoWriter<W> {
                 .collect(),
             described: HashSet::default(),
             thread_index: FastMap::default(),
-            recent: Vec::new(),
-            recent_next: 0,
+            recent: vec![None; RECENT_THREADS],
             threads: Vec::new(),
+            procs: FastMap::default(),
             counters: FastMap::default(),
             pending: BinaryHeap::new(),
             push_seq: 0,
@@ -226,7 +324,9 @@ impl<W: Write> PerfettoWriter<W> {
             interned: 0,
             next_iid: 1,
             names: FastMap::default(),
+            recent_names: RecentStrings::new(),
             cats: FastMap::default(),
+            recent_cats: RecentStrings::new(),
             func_names: FastMap::default(),
             paths: FastMap::default(),
             build_ids: FastMap::default(),
@@ -257,13 +357,33 @@ impl<W: Write> PerfettoWriter<W> {
         Ok(w)
     }
 
-    fn write_frame(&mut self) -> Result<()> {
-        self.frame.clear();
-        self.frame.push(0x0a);
-        put_varint(&mut self.frame, self.buf.len() as u64);
-        self.out.write_all(&self.frame)?;
-        self.out.write_all(&self.buf)?;
+    /// Starts a packet of `len` bytes: writes its frame header (the
+    /// `Trace.packet` key and length) and reserves room for it. Returns
+    /// where the packet's bytes start, for [`PerfettoWriter::end_packet`].
+    #[inline]
+    fn begin_packet(&mut self, len: usize) -> (usize, usize) {
+        self.pending_out.reserve(1 + 10 + len);
+        self.pending_out.push(0x0a);
+        put_varint(&mut self.pending_out, len as u64);
+        (self.pending_out.len(), len)
+    }
+
+    /// Ends the packet begun at `start` (checking, in debug builds, that
+    /// it has the length its header says): counts it and hands full
+    /// chunks to the output.
+    #[inline]
+    fn end_packet(&mut self, (start, len): (usize, usize)) -> Result<()> {
+        debug_assert_eq!(self.pending_out.len() - start, len, "packet length");
         self.stats.packets += 1;
+        if self.pending_out.len() >= OUT_CHUNK {
+            self.flush_pending()?;
+        }
+        Ok(())
+    }
+
+    fn flush_pending(&mut self) -> Result<()> {
+        self.out.write_all(&self.pending_out)?;
+        self.pending_out.clear();
         Ok(())
     }
 
@@ -271,14 +391,18 @@ impl<W: Write> PerfettoWriter<W> {
         self.buf.clear();
         p.encode(&mut self.buf)
             .expect("a Vec grows to any encoded length");
-        self.write_frame()
+        let at = self.begin_packet(self.buf.len());
+        self.pending_out.extend_from_slice(&self.buf);
+        self.end_packet(at)
     }
 
     /// Clears the interning state and (re)writes the sequence defaults on a
     /// packet flagged "incremental state cleared".
     fn reset_sequence(&mut self) -> Result<()> {
         self.names.clear();
+        self.recent_names.clear();
         self.cats.clear();
+        self.recent_cats.clear();
         self.func_names.clear();
         self.paths.clear();
         self.build_ids.clear();
@@ -357,28 +481,27 @@ impl<W: Write> PerfettoWriter<W> {
         tid: i64,
         name: Option<String>,
     ) -> Result<usize> {
-        for (g, t, i) in &self.recent {
-            if *t == tid && Arc::ptr_eq(g, guid) {
+        let slot = (tid as usize) % RECENT_THREADS;
+        if let Some((g, t, i)) = &self.recent[slot] {
+            // Regions and samples carry guids of their own readers.
+            if *t == tid && (Arc::ptr_eq(g, guid) || **g == **guid) {
                 return Ok(*i);
             }
         }
         if let Some(i) = self.thread_index.get(&(guid.clone(), tid)).copied() {
-            const RECENT: usize = 16;
-            if self.recent.len() < RECENT {
-                self.recent.push((guid.clone(), tid, i));
-            } else {
-                self.recent[self.recent_next] = (guid.clone(), tid, i);
-                self.recent_next = (self.recent_next + 1) % RECENT;
-            }
+            self.recent[slot] = Some((guid.clone(), tid, i));
             return Ok(i);
         }
         let uuid = thread_uuid(guid, tid);
         let name = name.unwrap_or_else(|| format!("thread {tid}"));
         let idx = self.threads.len();
+        let next_proc = self.procs.len();
+        let proc = *self.procs.entry(guid.clone()).or_insert(next_proc);
         self.threads.push(ThreadState {
             name: name.clone(),
             guid: guid.clone(),
             tid,
+            proc,
             shift: self.shift(guid),
             lanes: vec![Lane {
                 uuid,
@@ -400,7 +523,8 @@ impl<W: Write> PerfettoWriter<W> {
     }
 
     /// Encodes a plain track event (no annotations, no flows) by hand: the
-    /// hot path of large traces.
+    /// hot path of large traces. The bytes are those prost writes for the
+    /// same [`TracePacket`] (fields in tag order).
     #[allow(clippy::too_many_arguments)]
     fn fast_event(
         &mut self,
@@ -412,43 +536,90 @@ impl<W: Write> PerfettoWriter<W> {
         counter: Option<f64>,
         interned: Option<&InternedData>,
     ) -> Result<()> {
-        self.ev.clear();
+        let ev_len = cat_iid.map_or(0, |c| 1 + varint_len(c))
+            + 1
+            + varint_len(ty as u64)
+            + name_iid.map_or(0, |n| 1 + varint_len(n))
+            + 1
+            + varint_len(track)
+            + counter.map_or(0, |_| 2 + 8);
+        let inter_len = match interned {
+            Some(i) => {
+                self.inter_buf.clear();
+                i.encode(&mut self.inter_buf)
+                    .expect("a Vec grows to any encoded length");
+                let n = self.inter_buf.len();
+                1 + varint_len(n as u64) + n
+            }
+            None => 0,
+        };
+        let len = 1 + varint_len(ts) + 2 + 1 + varint_len(ev_len as u64) + ev_len + inter_len + 2;
+        let at = self.begin_packet(len);
+        let b = &mut self.pending_out;
+        put_key(b, 8, 0);
+        put_varint(b, ts);
+        put_key(b, 10, 0);
+        put_varint(b, u64::from(SEQ));
+        put_key(b, 11, 2);
+        put_varint(b, ev_len as u64);
         if let Some(c) = cat_iid {
-            put_key(&mut self.ev, 3, 0);
-            put_varint(&mut self.ev, c);
+            put_key(b, 3, 0);
+            put_varint(b, c);
         }
-        put_key(&mut self.ev, 9, 0);
-        put_varint(&mut self.ev, ty as u64);
+        put_key(b, 9, 0);
+        put_varint(b, ty as u64);
         if let Some(n) = name_iid {
-            put_key(&mut self.ev, 10, 0);
-            put_varint(&mut self.ev, n);
+            put_key(b, 10, 0);
+            put_varint(b, n);
         }
-        put_key(&mut self.ev, 11, 0);
-        put_varint(&mut self.ev, track);
+        put_key(b, 11, 0);
+        put_varint(b, track);
         if let Some(v) = counter {
-            put_key(&mut self.ev, 44, 1);
-            self.ev.extend_from_slice(&v.to_le_bytes());
+            put_key(b, 44, 1);
+            b.extend_from_slice(&v.to_le_bytes());
         }
-        self.buf.clear();
-        put_key(&mut self.buf, 8, 0);
-        put_varint(&mut self.buf, ts);
-        put_key(&mut self.buf, 10, 0);
-        put_varint(&mut self.buf, u64::from(SEQ));
-        put_key(&mut self.buf, 11, 2);
-        put_varint(&mut self.buf, self.ev.len() as u64);
-        self.buf.extend_from_slice(&self.ev);
-        if let Some(i) = interned {
-            self.inter_buf.clear();
-            i.encode(&mut self.inter_buf)
-                .expect("a Vec grows to any encoded length");
-            put_key(&mut self.buf, 12, 2);
-            put_varint(&mut self.buf, self.inter_buf.len() as u64);
-            self.buf.extend_from_slice(&self.inter_buf);
+        if interned.is_some() {
+            put_key(b, 12, 2);
+            put_varint(b, self.inter_buf.len() as u64);
+            b.extend_from_slice(&self.inter_buf);
         }
-        put_key(&mut self.buf, 13, 0);
-        put_varint(&mut self.buf, u64::from(SEQ_NEEDS_INCREMENTAL_STATE));
+        put_key(b, 13, 0);
+        put_varint(b, u64::from(SEQ_NEEDS_INCREMENTAL_STATE));
         self.stats.events += 1;
-        self.write_frame()
+        self.end_packet(at)
+    }
+
+    /// Encodes an on-CPU sample whose call stack is already interned (or
+    /// absent) by hand: a `PerfSample` packet, the same bytes prost writes.
+    #[inline]
+    fn fast_sample(&mut self, ts: u64, pid: u32, tid: u32, callstack: Option<u64>) -> Result<()> {
+        let sample_len = 1
+            + varint_len(u64::from(pid))
+            + 1
+            + varint_len(u64::from(tid))
+            + callstack.map_or(0, |c| 1 + varint_len(c));
+        let len = 1 + varint_len(ts) + 2 + 2 + 2 + varint_len(sample_len as u64) + sample_len;
+        let at = self.begin_packet(len);
+        let b = &mut self.pending_out;
+        put_key(b, 8, 0);
+        put_varint(b, ts);
+        put_key(b, 10, 0);
+        put_varint(b, u64::from(SEQ));
+        put_key(b, 13, 0);
+        put_varint(b, u64::from(SEQ_NEEDS_INCREMENTAL_STATE));
+        put_key(b, 66, 2);
+        put_varint(b, sample_len as u64);
+        put_key(b, 2, 0);
+        put_varint(b, u64::from(pid));
+        put_key(b, 3, 0);
+        put_varint(b, u64::from(tid));
+        if let Some(c) = callstack {
+            put_key(b, 4, 0);
+            put_varint(b, c);
+        }
+        self.stats.samples += 1;
+        self.stats.events += 1;
+        self.end_packet(at)
     }
 
     /// Writes every END due at or before `t` (raw timestamp of the process
@@ -511,11 +682,16 @@ impl<W: Write> PerfettoWriter<W> {
     }
 
     fn intern_name(&mut self, name: &Arc<str>, inter: &mut Option<InternedData>) -> u64 {
-        if let Some(i) = self.names.get(name) {
-            return *i;
+        if let Some(i) = self.recent_names.get(name) {
+            return i;
+        }
+        if let Some(i) = self.names.get(name).copied() {
+            self.recent_names.put(name, i);
+            return i;
         }
         let i = self.iid();
         self.names.insert(name.clone(), i);
+        self.recent_names.put(name, i);
         inter
             .get_or_insert_with(InternedData::default)
             .event_names
@@ -527,11 +703,16 @@ impl<W: Write> PerfettoWriter<W> {
     }
 
     fn intern_cat(&mut self, cat: &Arc<str>, inter: &mut Option<InternedData>) -> u64 {
-        if let Some(i) = self.cats.get(cat) {
-            return *i;
+        if let Some(i) = self.recent_cats.get(cat) {
+            return i;
+        }
+        if let Some(i) = self.cats.get(cat).copied() {
+            self.recent_cats.put(cat, i);
+            return i;
         }
         let i = self.iid();
         self.cats.insert(cat.clone(), i);
+        self.recent_cats.put(cat, i);
         inter
             .get_or_insert_with(InternedData::default)
             .event_categories
@@ -716,52 +897,70 @@ impl<W: Write> PerfettoWriter<W> {
         s: &SampleEvent,
         resolve: &mut dyn FnMut(&str, i64) -> Result<Vec<strobe_db::ResolvedFrame>>,
     ) -> Result<()> {
+        self.sample_in(SampleIn::of(s), resolve)
+    }
+
+    /// [`PerfettoWriter::sample_with`] of a borrowed sample.
+    #[inline]
+    fn sample_in(
+        &mut self,
+        s: SampleIn<'_>,
+        resolve: &mut dyn FnMut(&str, i64) -> Result<Vec<strobe_db::ResolvedFrame>>,
+    ) -> Result<()> {
         self.close_until(s.timestamp)?;
         self.maybe_reset()?;
         if s.kind == strobe_db::SampleKind::OffCpu {
-            return self.off_cpu(s, resolve);
+            return self.off_cpu(&s, resolve);
         }
-        let guid = s.guid.clone();
-        self.thread_track(&guid, s.pid, s.tid, None)?;
-        let mut inter = InternedData::default();
-        let known = s
-            .stack_id
-            .and_then(|id| self.callstacks.get(&guid).and_then(|m| m.get(&id)).copied());
-        let cs_iid = match (s.stack_id, known) {
-            (None, _) => None,
-            (Some(_), Some(i)) => Some(i),
-            (Some(id), None) => {
-                let frames = resolve(&s.guid, id)?;
-                let mut frame_ids = Vec::with_capacity(frames.len());
-                for f in frames.iter().rev() {
-                    frame_ids.push(self.intern_frame(&s.guid, f, &mut inter));
-                }
-                let i = self.iid();
-                inter.callstacks.push(Callstack {
-                    iid: Some(i),
-                    frame_ids,
-                });
-                self.callstacks
-                    .entry(guid.clone())
-                    .or_default()
-                    .insert(id, i);
-                Some(i)
-            }
+        let th = self.thread_track(s.guid, s.pid, s.tid, None)?;
+        let ts = (s.timestamp + self.threads[th].shift).max(0) as u64;
+        let proc = self.threads[th].proc;
+        let cs_iid = match s.stack_id {
+            None => None,
+            Some(id) => match self.callstacks.get(&(proc, id)) {
+                Some(i) => Some(*i),
+                None => return self.new_callstack_sample(&s, ts, proc, id, resolve),
+            },
         };
+        self.fast_sample(ts, s.pid as u32, s.tid as u32, cs_iid)
+    }
+
+    /// Writes an on-CPU sample whose call stack `id` is not interned yet,
+    /// interning it (and its frames) on the sample's packet.
+    #[cold]
+    #[inline(never)]
+    fn new_callstack_sample(
+        &mut self,
+        s: &SampleIn<'_>,
+        ts: u64,
+        proc: usize,
+        id: i64,
+        resolve: &mut dyn FnMut(&str, i64) -> Result<Vec<strobe_db::ResolvedFrame>>,
+    ) -> Result<()> {
+        let mut inter = InternedData::default();
+        let frames = resolve(s.guid, id)?;
+        let mut frame_ids = Vec::with_capacity(frames.len());
+        for f in frames.iter().rev() {
+            frame_ids.push(self.intern_frame(s.guid, f, &mut inter));
+        }
+        let i = self.iid();
+        inter.callstacks.push(Callstack {
+            iid: Some(i),
+            frame_ids,
+        });
+        self.callstacks.insert((proc, id), i);
         self.stats.samples += 1;
         self.stats.events += 1;
-        let has = !(inter.callstacks.is_empty() && inter.frames.is_empty());
-        let ts = (s.timestamp + self.shift(&s.guid)).max(0) as u64;
         self.emit(&TracePacket {
             timestamp: Some(ts),
             trusted_packet_sequence_id: Some(SEQ),
             sequence_flags: Some(SEQ_NEEDS_INCREMENTAL_STATE),
-            interned_data: has.then_some(inter),
+            interned_data: Some(inter),
             perf_sample: Some(PerfSample {
                 cpu: None,
                 pid: Some(s.pid as u32),
                 tid: Some(s.tid as u32),
-                callstack_iid: cs_iid,
+                callstack_iid: Some(i),
             }),
             ..Default::default()
         })
@@ -769,24 +968,25 @@ impl<W: Write> PerfettoWriter<W> {
 
     /// Writes an off-CPU sample as a slice over its blocked time (a BEGIN
     /// now, its END when due), nested like a region on the thread's lanes.
+    #[inline(never)]
     fn off_cpu(
         &mut self,
-        s: &SampleEvent,
+        s: &SampleIn<'_>,
         resolve: &mut dyn FnMut(&str, i64) -> Result<Vec<strobe_db::ResolvedFrame>>,
     ) -> Result<()> {
-        let guid = s.guid.clone();
-        let th = self.thread_track(&guid, s.pid, s.tid, None)?;
+        let th = self.thread_track(s.guid, s.pid, s.tid, None)?;
+        let proc = self.threads[th].proc;
         let name = match s.stack_id {
             None => Arc::from(off_cpu_slice_name(None).as_str()),
-            Some(id) => match self.off_cpu_names.get(&(guid.clone(), id)) {
+            Some(id) => match self.off_cpu_names.get(&(proc, id)) {
                 Some(n) => n.clone(),
                 None => {
-                    let frames = resolve(&s.guid, id)?;
+                    let frames = resolve(s.guid, id)?;
                     let n: Arc<str> = Arc::from(off_cpu_slice_name(frames.first()).as_str());
                     if self.off_cpu_names.len() >= MAX_INTERNED {
                         self.off_cpu_names.clear();
                     }
-                    self.off_cpu_names.insert((guid.clone(), id), n.clone());
+                    self.off_cpu_names.insert((proc, id), n.clone());
                     n
                 }
             },
@@ -906,6 +1106,7 @@ impl<W: Write> PerfettoWriter<W> {
     /// statistics and the output.
     pub fn finish(mut self) -> Result<(PerfettoStats, W)> {
         self.close_until(i64::MAX)?;
+        self.flush_pending()?;
         self.out.flush()?;
         Ok((self.stats, self.out))
     }
@@ -956,22 +1157,6 @@ fn hex_bytes(s: &str) -> Vec<u8> {
     }
 }
 
-/// The time of a stream's next item; its error, if that is what comes next.
-fn peek_time<T, E, I>(it: &mut std::iter::Peekable<I>, time: fn(&T) -> i64) -> Result<Option<i64>>
-where
-    I: Iterator<Item = std::result::Result<T, E>>,
-    E: Into<crate::error::ExportError>,
-{
-    match it.peek() {
-        Some(Ok(v)) => Ok(Some(time(v))),
-        Some(Err(_)) => match it.next() {
-            Some(Err(e)) => Err(e.into()),
-            _ => Ok(None),
-        },
-        None => Ok(None),
-    }
-}
-
 /// Converts a whole profile (all processes of all inputs, window applied)
 /// to one Perfetto trace on `out`, streaming: regions, samples and counters
 /// are merged in time order from three ordered queries.
@@ -991,25 +1176,37 @@ pub fn write_perfetto<W: Write>(p: &Profile, out: W) -> Result<PerfettoStats> {
     for t in p.threads()? {
         w.thread(&t?)?;
     }
-    let mut regions = source::regions(p)?.peekable();
-    let mut samples = crate::samples::samples(p)?.peekable();
-    let mut counters = source::counters(p)?.peekable();
+    let mut regions = source::regions(p)?;
+    let mut samples = crate::samples::samples(p)?;
+    let mut counters = source::counters(p)?;
+    let mut region = regions.next().transpose()?;
+    let mut sample = samples.next_row().transpose()?;
+    let mut counter = counters.next().transpose()?;
+    let mut resolve = |g: &str, id: i64| Ok(p.resolve_stack(g, id)?);
+    // Merged by time; on a tie regions go first, then samples, then
+    // counters.
     loop {
-        let tr = peek_time(&mut regions, |r| r.start)?;
-        let ts = peek_time(&mut samples, |s| s.timestamp)?;
-        let tc = peek_time(&mut counters, |c| c.timestamp)?;
-        let min = [tr, ts, tc].into_iter().flatten().min();
-        let Some(min) = min else { break };
-        if tr == Some(min) {
-            if let Some(Ok(r)) = regions.next() {
-                w.region(&r)?;
+        let tr = region.as_ref().map(|r| r.start);
+        let tc = counter.as_ref().map(|c| c.timestamp);
+        let sample_first = |t: i64| tr.is_none_or(|tr| t < tr) && tc.is_none_or(|tc| t <= tc);
+        if sample
+            .as_ref()
+            .is_some_and(|(_, s)| sample_first(s.timestamp))
+        {
+            // The hot path: the samples before the next region or counter,
+            // one after the other.
+            while let Some((k, r)) = sample.take_if(|(_, r)| sample_first(r.timestamp)) {
+                w.sample_in(SampleIn::row(samples.guid(k), &r), &mut resolve)?;
+                sample = samples.next_row().transpose()?;
             }
-        } else if ts == Some(min) {
-            if let Some(Ok(s)) = samples.next() {
-                w.sample_with(&s, &mut |g, id| Ok(p.resolve_stack(g, id)?))?;
-            }
-        } else if let Some(Ok(c)) = counters.next() {
+        } else if let Some(r) = region.take_if(|r| tc.is_none_or(|tc| r.start <= tc)) {
+            w.region(&r)?;
+            region = regions.next().transpose()?;
+        } else if let Some(c) = counter.take() {
             w.counter(&c)?;
+            counter = counters.next().transpose()?;
+        } else {
+            break;
         }
     }
     Ok(w.finish()?.0)
