@@ -136,41 +136,42 @@ fn has_rows(p: &Profile, view: &str) -> anyhow::Result<bool> {
 /// A progress line for a conversion that lasts over a second: the bytes
 /// written so far to the output files (read from the files themselves,
 /// so no exporter reports anything) and the elapsed time, on a terminal
-/// only; cleared when dropped.
+/// only; cleared when dropped, at once (the thread waits on a channel,
+/// not a sleep, so the command ends with its conversion).
 struct Progress {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stop: Option<std::sync::mpsc::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Progress {
     fn start(label: String, files: Vec<PathBuf>) -> Progress {
-        use std::sync::atomic::Ordering;
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = stop.clone();
+        use std::sync::mpsc::RecvTimeoutError;
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        // Whether the conversion ended while waiting `tick`.
+        let ended =
+            move |tick| !matches!(stopped.recv_timeout(tick), Err(RecvTimeoutError::Timeout));
         let thread = std::thread::spawn(move || {
-            let t0 = Instant::now();
             let tick = std::time::Duration::from_millis(100);
-            while t0.elapsed().as_secs() < 1 {
-                if flag.load(Ordering::Relaxed) {
-                    return;
-                }
-                std::thread::sleep(tick);
+            if ended(std::time::Duration::from_secs(1)) {
+                return;
             }
             let bar = indicatif::ProgressBar::new_spinner();
             bar.set_style(
                 indicatif::ProgressStyle::with_template("{spinner} writing {msg} ({elapsed})")
                     .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
             );
-            while !flag.load(Ordering::Relaxed) {
+            loop {
                 let bytes: u64 = files.iter().map(|f| tree_bytes(f)).sum();
                 bar.set_message(format!("{label}: {:.1} MiB", bytes as f64 / 1048576.0));
                 bar.tick();
-                std::thread::sleep(tick);
+                if ended(tick) {
+                    break;
+                }
             }
             bar.finish_and_clear();
         });
         Progress {
-            stop,
+            stop: Some(stop),
             thread: Some(thread),
         }
     }
@@ -178,7 +179,8 @@ impl Progress {
 
 impl Drop for Progress {
     fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        // Dropping the sender wakes the thread.
+        self.stop.take();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

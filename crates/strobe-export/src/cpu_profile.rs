@@ -243,9 +243,10 @@ impl CpuProfiles {
                 }
             },
         };
-        // Off the CPU for longer than a sampling period since the last
-        // sample's time ran out.
-        if th.pushed > 0 && at > th.busy_until.saturating_add(th.last_weight) {
+        // Off the CPU since the last sample's time ran out, for more than a
+        // quarter of that time (timer signals arrive a little late; a
+        // thread that waited or was preempted leaves a gap).
+        if th.pushed > 0 && at > th.busy_until.saturating_add(th.last_weight / 4) {
             th.push_idle();
             self.pending += 1;
         }
