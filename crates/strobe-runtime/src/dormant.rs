@@ -68,6 +68,12 @@ pub fn is_dormant() -> bool {
     STATE.load(Ordering::Relaxed) == DORMANT
 }
 
+/// Whether sharing this process's segment failed: nobody reads its rings,
+/// so nobody makes room in them.
+pub fn failed() -> bool {
+    STATE.load(Ordering::Relaxed) == FAILED
+}
+
 /// Shares the dormant segment with the collector, if there is one and it
 /// belongs to the calling process. **Signal handler** safe.
 pub fn wake() {

@@ -128,8 +128,10 @@ fn emit_with(
     let mut written = ring.push(parts);
     if !written {
         let len = parts.iter().map(|p| p.len()).sum::<usize>();
-        written =
-            len <= ring.max_payload() && rt.config.lossless && wait_for_room(rt, &ring, parts);
+        written = len <= ring.max_payload()
+            && rt.config.lossless
+            && !crate::dormant::failed()
+            && wait_for_room(rt, &ring, parts);
         if !written {
             seg.header().events_dropped.fetch_add(1, Ordering::Relaxed);
         }
