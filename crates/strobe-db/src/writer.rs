@@ -139,12 +139,21 @@ pub struct MemoryOp {
 /// One frame of a sampled call stack as the sampler produces it: the module
 /// it falls in (`None` when no module covers the address; `rel_pc` is then
 /// the absolute address) and the pc relative to the module's load address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StackFrame {
     /// Module row id from [`Writer::add_module`].
     pub module: Option<ModuleId>,
     /// Program counter relative to the module's load address.
     pub rel_pc: u64,
+}
+
+/// One word per frame (the derived hash wrote three): whole stacks are
+/// hashed for every sample the writer stores.
+impl std::hash::Hash for StackFrame {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let module = self.module.map_or(u64::MAX, |m| m.0 as u64);
+        state.write_u64(self.rel_pc ^ module.rotate_left(40));
+    }
 }
 
 /// How the writer batches and flushes.
