@@ -392,9 +392,9 @@ impl Taps<'_> {
     }
 
     /// Whether `peer` belongs to the run: the run's root, a process
-    /// followed or announced, or a descendant of one of them; or an
-    /// announced child that has ended since, connected as this user (its
-    /// ancestry can no longer be read).
+    /// followed or announced, or a descendant of one of them; or, connected
+    /// as this user, a process of the run seen ended lately (its ancestry
+    /// can no longer be read).
     fn is_member(&self, peer: listen::Peer) -> bool {
         let root = self.shared.options.run_root;
         // SAFETY: geteuid has no preconditions.
@@ -442,10 +442,9 @@ impl Taps<'_> {
 struct Expected {
     /// pid → pidfd, polled for the child's end.
     pending: HashMap<i32, OwnedFd>,
-    /// Announced children that ended before they connected (or before
-    /// their announcement was read), with when that was seen (ns): a
-    /// short-lived child's connections may still be waiting (one per
-    /// image it ran), and `/proc` no longer shows whose child it was.
+    /// Processes of the run (announced or followed) seen ended, with when
+    /// (ns): a short-lived child's connections may still be waiting (one
+    /// per image it ran), and `/proc` no longer shows whose child it was.
     ended: HashMap<i32, u64>,
     /// Every pid that handed over a segment (a child may connect before
     /// its parent's announcement is read).
