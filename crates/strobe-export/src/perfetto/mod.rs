@@ -269,6 +269,16 @@ fn off_cpu_slice_name(leaf: Option<&strobe_db::ResolvedFrame>) -> String {
 /// at once.
 const OUT_CHUNK: usize = 1 << 20;
 
+/// A trace packet's timestamp (field 8) and trusted sequence id (field
+/// 10), as every hand-encoded packet begins.
+#[inline]
+fn put_packet_head(b: &mut Vec<u8>, ts: u64) {
+    put_key(b, 8, 0);
+    put_varint(b, ts);
+    put_key(b, 10, 0);
+    put_varint(b, u64::from(SEQ));
+}
+
 /// Bytes of `v` as a varint.
 #[inline]
 fn varint_len(v: u64) -> usize {
@@ -556,10 +566,7 @@ impl<W: Write> PerfettoWriter<W> {
         let len = 1 + varint_len(ts) + 2 + 1 + varint_len(ev_len as u64) + ev_len + inter_len + 2;
         let at = self.begin_packet(len);
         let b = &mut self.pending_out;
-        put_key(b, 8, 0);
-        put_varint(b, ts);
-        put_key(b, 10, 0);
-        put_varint(b, u64::from(SEQ));
+        put_packet_head(b, ts);
         put_key(b, 11, 2);
         put_varint(b, ev_len as u64);
         if let Some(c) = cat_iid {
@@ -601,10 +608,7 @@ impl<W: Write> PerfettoWriter<W> {
         let len = 1 + varint_len(ts) + 2 + 2 + 2 + varint_len(sample_len as u64) + sample_len;
         let at = self.begin_packet(len);
         let b = &mut self.pending_out;
-        put_key(b, 8, 0);
-        put_varint(b, ts);
-        put_key(b, 10, 0);
-        put_varint(b, u64::from(SEQ));
+        put_packet_head(b, ts);
         put_key(b, 13, 0);
         put_varint(b, u64::from(SEQ_NEEDS_INCREMENTAL_STATE));
         put_key(b, 66, 2);
