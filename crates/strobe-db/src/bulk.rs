@@ -19,11 +19,15 @@ use rusqlite::{Connection, Statement};
 /// SQLite's limit on bound parameters (32 766).
 pub(crate) const BLOCK: usize = 128;
 
-/// Pending rows of one table, `N` integer columns each.
+/// Pending rows of one table, `N` integer columns each; the last one may
+/// be bound as the text a renderer makes of it (SQL string concatenation
+/// and its integer-to-text conversion cost more than formatting in Rust).
 pub(crate) struct Bulk<const N: usize> {
     rows: Vec<[i64; N]>,
     block: Statement<'static>,
     one: Statement<'static>,
+    render_last: Option<fn(&mut String, i64)>,
+    text: String,
 }
 
 impl<const N: usize> Bulk<N> {
@@ -55,7 +59,36 @@ impl<const N: usize> Bulk<N> {
             rows: Vec::with_capacity(BLOCK),
             block,
             one,
+            render_last: None,
+            text: String::new(),
         })
+    }
+
+    /// Binds the last column as the text `render` makes of its value.
+    pub(crate) fn with_last_as_text(mut self, render: fn(&mut String, i64)) -> Self {
+        self.render_last = Some(render);
+        self
+    }
+
+    /// Binds `values` as the parameters of the row at `row` of `st`.
+    fn bind(
+        st: &mut Statement<'static>,
+        row: usize,
+        values: &[i64; N],
+        render_last: Option<fn(&mut String, i64)>,
+        text: &mut String,
+    ) -> rusqlite::Result<()> {
+        for (c, v) in values.iter().enumerate() {
+            match render_last {
+                Some(render) if c + 1 == N => {
+                    text.clear();
+                    render(text, *v);
+                    st.raw_bind_parameter(row * N + c + 1, text.as_str())?;
+                }
+                _ => st.raw_bind_parameter(row * N + c + 1, *v)?,
+            }
+        }
+        Ok(())
     }
 
     /// Adds a row; inserts a whole block when the buffer fills.
@@ -63,14 +96,11 @@ impl<const N: usize> Bulk<N> {
     pub(crate) fn push(&mut self, row: [i64; N]) -> rusqlite::Result<()> {
         self.rows.push(row);
         if self.rows.len() == BLOCK {
-            let st = &mut self.block;
             for (r, values) in self.rows.iter().enumerate() {
-                for (c, v) in values.iter().enumerate() {
-                    st.raw_bind_parameter(r * N + c + 1, *v)?;
-                }
+                Self::bind(&mut self.block, r, values, self.render_last, &mut self.text)?;
             }
             self.rows.clear();
-            st.raw_execute()?;
+            self.block.raw_execute()?;
         }
         Ok(())
     }
@@ -78,9 +108,7 @@ impl<const N: usize> Bulk<N> {
     /// Inserts every pending row.
     pub(crate) fn flush(&mut self) -> rusqlite::Result<()> {
         for values in self.rows.drain(..) {
-            for (c, v) in values.iter().enumerate() {
-                self.one.raw_bind_parameter(c + 1, *v)?;
-            }
+            Self::bind(&mut self.one, 0, &values, self.render_last, &mut self.text)?;
             self.one.raw_execute()?;
         }
         Ok(())
@@ -114,6 +142,33 @@ mod tests {
             .unwrap()
             .map(Result::unwrap)
             .collect()
+    }
+
+    #[test]
+    fn a_rendered_last_column_is_stored_as_its_text() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, a INTEGER, b TEXT)")
+            .unwrap();
+        // SAFETY: `bulk` is dropped before `conn`, which does not move.
+        let mut bulk: Bulk<2> = unsafe { Bulk::new(&conn, "t", "a, b", "(?, ?)") }
+            .unwrap()
+            .with_last_as_text(|s, v| {
+                use std::fmt::Write;
+                let _ = write!(s, "w{v}");
+            });
+        for k in 0..(BLOCK + 3) as i64 {
+            bulk.push([k, -k]).unwrap();
+        }
+        bulk.flush().unwrap();
+        drop(bulk);
+        let got = rows(&conn);
+        assert_eq!(got.len(), BLOCK + 3);
+        for (k, (_, a, b)) in got.iter().enumerate() {
+            assert_eq!(
+                (*a, b.as_str()),
+                (k as i64, format!("w{}", -(k as i64)).as_str())
+            );
+        }
     }
 
     #[test]

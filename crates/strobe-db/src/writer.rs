@@ -574,13 +574,20 @@ impl Stmts {
                     conn,
                     &format!("rocpd_sample{s}"),
                     "track_id, timestamp, event_id, extdata",
-                    "(?, ?, ?, '{\"weight_ns\":' || ? || '}')",
+                    "(?, ?, ?, ?)",
                 )?
+                .with_last_as_text(weight_json)
             },
             begin: keep(conn.prepare("BEGIN")?),
             commit: keep(conn.prepare("COMMIT")?),
         })
     }
+}
+
+/// A sample's `extdata`: `{"weight_ns":N}`.
+fn weight_json(out: &mut String, weight_ns: i64) {
+    use std::fmt::Write;
+    let _ = write!(out, "{{\"weight_ns\":{weight_ns}}}");
 }
 
 /// Timestamps are stored as SQLite INTEGER (i64); u64 nanoseconds fit until
