@@ -37,6 +37,9 @@ const CATEGORY: &str = "disabled-by-default-v8.cpu_profiler";
 const IDLE: &str = "\"(idle)\"";
 /// The frame of a sample that has no stack.
 const NO_STACK: &str = "\"[no stack]\"";
+/// The key of that frame's leaf among the stacks' (no stack id is
+/// negative).
+const NO_STACK_KEY: (usize, i64) = (usize::MAX, i64::MIN);
 
 /// One thread's profile.
 struct Thread {
@@ -232,16 +235,19 @@ impl CpuProfiles {
             }
         };
         let th = &mut self.threads[ti];
-        let node = match stack {
-            None => th.leaf(&[]),
-            Some(key) => match th.leaves.get(&key) {
-                Some(&n) => n,
-                None => {
-                    let n = th.leaf(&names()?);
-                    th.leaves.insert(key, n);
-                    n
-                }
-            },
+        // A sample without a stack has a leaf of its own too (looked up
+        // like any other, not made again per sample).
+        let key = stack.unwrap_or(NO_STACK_KEY);
+        let node = match th.leaves.get(&key) {
+            Some(&n) => n,
+            None => {
+                let n = match stack {
+                    Some(_) => th.leaf(&names()?),
+                    None => th.leaf(&[]),
+                };
+                th.leaves.insert(key, n);
+                n
+            }
         };
         // Off the CPU since the last sample's time ran out, for more than a
         // quarter of that time (timer signals arrive a little late; a

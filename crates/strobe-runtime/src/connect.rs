@@ -13,15 +13,6 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 /// The collector's abstract socket address and its length.
 pub type Address = (libc::sockaddr_un, libc::socklen_t);
 
-/// Sends `segment_fd` and a pidfd of this process to the collector at the
-/// abstract socket `name`.
-pub fn hand_over(name: &str, segment_fd: &OwnedFd) -> io::Result<()> {
-    hand_over_to(
-        &strobe_core::shm::socket::abstract_address(name)?,
-        segment_fd,
-    )
-}
-
 /// Sends `segment_fd` and a pidfd of this process to the collector at
 /// `addr`. **Signal handler** safe: system calls only, nothing allocated
 /// (errors are the system's codes).

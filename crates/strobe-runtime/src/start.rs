@@ -71,7 +71,7 @@ fn prepare(argc: libc::c_int, argv: *const *const libc::c_char) -> Option<Prepar
         }
         // Preloaded without `strobe sample`: start a collector.
         if let Err(e) = crate::self_start::start_collector() {
-            crate::log::emit(&format!("profiling is off for this process: {e}"));
+            profiling_off(&e.to_string());
             return None;
         }
     }
@@ -79,14 +79,14 @@ fn prepare(argc: libc::c_int, argv: *const *const libc::c_char) -> Option<Prepar
         Ok(text) => match RuntimeConfig::decode(&text) {
             Ok(c) => c,
             Err(e) => {
-                crate::log::emit(&format!("profiling is off for this process: {e}"));
+                profiling_off(&e.to_string());
                 return None;
             }
         },
         Err(_) => {
-            crate::log::emit(
-                "profiling is off for this process: it was not started by `strobe sample` \
-                 (no launcher configuration in the environment)",
+            profiling_off(
+                "it was not started by `strobe sample` (no launcher configuration in the \
+                 environment)",
             );
             return None;
         }
@@ -99,30 +99,44 @@ fn prepare(argc: libc::c_int, argv: *const *const libc::c_char) -> Option<Prepar
 /// Creates this process's segment, describes the process in it and hands
 /// it to the collector. `None` (and a message) when that fails.
 pub fn create_segment(config: &RuntimeConfig, args: &[Vec<u8>]) -> Option<&'static Segment> {
-    let Ok(collector) = std::env::var(COLLECTOR_ENV) else {
-        crate::log::emit("profiling is off for this process: no collector to send data to");
-        return None;
-    };
+    let collector = collector_address()?;
     // SAFETY: getpid/getppid have no preconditions.
     let (pid, ppid) = unsafe { (libc::getpid(), libc::getppid()) };
     let (segment, fd) = match Segment::create(config.layout, pid, ppid, now_ns()) {
         Ok(s) => s,
         Err(e) => {
-            crate::log::emit(&format!(
-                "profiling is off for this process: cannot create its shared memory: {e}"
-            ));
+            profiling_off(&format!("cannot create its shared memory: {e}"));
             return None;
         }
     };
     describe(&segment, config, args);
-    if let Err(e) = crate::connect::hand_over(&collector, &fd) {
-        crate::log::emit(&format!(
-            "profiling is off for this process: cannot reach the collector ({e})"
-        ));
+    if let Err(e) = crate::connect::hand_over_to(&collector, &fd) {
+        profiling_off(&format!("cannot reach the collector ({e})"));
         return None;
     }
     drop(fd);
     Some(segment.leak())
+}
+
+/// Says why this process is not profiled.
+fn profiling_off(why: &str) {
+    crate::log::emit(&format!("profiling is off for this process: {why}"));
+}
+
+/// The collector's address, from the launcher's environment. `None` (and
+/// a message) without one.
+fn collector_address() -> Option<crate::connect::Address> {
+    let Ok(name) = std::env::var(COLLECTOR_ENV) else {
+        profiling_off("no collector to send data to");
+        return None;
+    };
+    match strobe_core::shm::socket::abstract_address(&name) {
+        Ok(a) => Some(a),
+        Err(e) => {
+            profiling_off(&format!("cannot reach the collector ({e})"));
+            None
+        }
+    }
 }
 
 /// What describes every process of this image whatever its pid, taken
@@ -316,24 +330,13 @@ fn create_private_segment(
     config: &RuntimeConfig,
     args: &[Vec<u8>],
 ) -> Option<(&'static Segment, crate::connect::Address)> {
-    let off = |why: String| crate::log::emit(&format!("profiling is off for this process: {why}"));
-    let Ok(name) = std::env::var(COLLECTOR_ENV) else {
-        off("no collector to send data to".into());
-        return None;
-    };
-    let collector = match strobe_core::shm::socket::abstract_address(&name) {
-        Ok(a) => a,
-        Err(e) => {
-            off(format!("cannot reach the collector ({e})"));
-            return None;
-        }
-    };
+    let collector = collector_address()?;
     // SAFETY: getpid/getppid have no preconditions.
     let (pid, ppid) = unsafe { (libc::getpid(), libc::getppid()) };
     let segment = match Segment::create_private(config.layout, pid, ppid, now_ns()) {
         Ok(s) => s,
         Err(e) => {
-            off(format!("cannot create its memory for records: {e}"));
+            profiling_off(&format!("cannot create its memory for records: {e}"));
             return None;
         }
     };
