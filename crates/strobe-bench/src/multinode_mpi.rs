@@ -212,7 +212,7 @@ pub fn clocks(strobe: &Path, runs: usize) -> Result<()> {
                     rtts[usize::from(finalize)].push(rtt as f64);
                     points.push((local, offset, rtt));
                 }
-                let shift = strobe_export::source::Shift::with_sync(0, &points);
+                let shift = strobe_db::visit::Shift::with_sync(0, &points);
                 let worst = points
                     .iter()
                     .map(|p| (shift.at(p.0) + SKEW_NS).abs())

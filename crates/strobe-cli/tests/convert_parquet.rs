@@ -172,8 +172,8 @@ fn convert(dir: &Path, inputs: &[&str], name: &str, extra: &[&str]) -> PathBuf {
 
 /// Each table of the dataset holds what SQL over the databases returns.
 fn check_against_sql(ds: &Path, p: &Profile) {
-    let procs = strobe_export::source::processes(p).unwrap();
-    let shifts = strobe_export::source::clock_shifts(&procs);
+    let run = p.run().unwrap();
+    let (procs, shifts) = (run.processes, run.shifts);
     let align = |guid: &str, t: i64| t + shifts[guid];
     let settings: HashMap<(String, String), String> = query(
         p,

@@ -113,6 +113,10 @@ pub enum DbError {
         /// The database file.
         path: PathBuf,
     },
+    /// A sink of [`crate::Profile::visit`] failed; the visit returns the
+    /// sink's own error instead of this one.
+    #[error("the consumer of the profile stopped reading")]
+    SinkStopped,
 }
 
 /// Result alias for strobe-db.

@@ -36,6 +36,7 @@ pub mod summary;
 mod summary_fold;
 pub mod symbols;
 pub mod synth;
+pub mod visit;
 pub mod writer;
 
 pub use error::{DbError, Result};

@@ -7,10 +7,10 @@
 //! (`i`), counters (`C`), typed arguments, messages between processes as
 //! flows (`s` inside the region with a `flow_out` key, `f` bound to the
 //! enclosing region with the same `flow_in` key, as in the Perfetto
-//! export), and each thread's samples of
-//! the profile's time kind as a flame chart (nested `X` events of the
-//! sampled stacks on a lane of their own), loadable by chrome://tracing,
-//! the Perfetto UI and speedscope. Each event is written straight to the
+//! export), and each thread's samples of the profile's time kind as a
+//! Chrome CPU profile (`crate::cpu_profile`), loadable by
+//! chrome://tracing, the Perfetto UI and speedscope. It reads the profile
+//! as one sink of [`Profile::visit`]. Each event is written straight to the
 //! output by the crate's JSON writer (`jsonw`; no JSON tree per event).
 //! It holds only open regions and stacks and bounded caches of stacks'
 //! frame names, and never reads anything but the profile it is given.
@@ -19,13 +19,15 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::sync::Arc;
 
-use strobe_db::{Profile, ResolvedFrame};
+use strobe_db::visit::{
+    CounterRow, Order, ProfileSink, RegionRow, ResolvedFrame, Run, SampleEvent, SampleKind, Shift,
+    Stacks, Stream, ThreadRecord,
+};
+use strobe_db::Profile;
 
 use crate::cpu_profile::{CpuProfiles, EventSink};
-use crate::error::Result;
+use crate::error::{ExportError, Result};
 use crate::jsonw;
-use crate::samples::StackCache;
-use crate::source;
 
 /// What a Chrome JSON conversion wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -234,11 +236,12 @@ fn args(b: &mut Vec<u8>, args: &[(String, String, String)], corr_id: Option<i64>
 
 /// Processes by guid: their index and their time shift, found without
 /// hashing while rows keep coming from the same process.
+#[derive(Default)]
 struct Guids {
-    shifts: HashMap<String, source::Shift>,
+    shifts: HashMap<String, Shift>,
     base: i64,
     index: HashMap<Arc<str>, usize>,
-    shift: Vec<source::Shift>,
+    shift: Vec<Shift>,
     last: Option<(Arc<str>, usize)>,
 }
 
@@ -294,8 +297,7 @@ struct FrameNames {
 impl FrameNames {
     fn get(
         &mut self,
-        p: &Profile,
-        resolved: &mut StackCache,
+        stacks: &mut Stacks<'_>,
         (guid, proc): (&Arc<str>, usize),
         id: i64,
     ) -> Result<&Arc<[Arc<str>]>> {
@@ -307,7 +309,7 @@ impl FrameNames {
         Ok(match self.stacks.entry(key) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => {
-                let frames = resolved.get(p, guid, id)?;
+                let frames = stacks.get(guid, id)?;
                 e.insert(frames.iter().rev().map(|f| quoted_name(names, f)).collect())
             }
         })
@@ -318,7 +320,7 @@ impl FrameNames {
 fn quoted_name(names: &mut HashMap<Arc<str>, Arc<str>>, f: &ResolvedFrame) -> Arc<str> {
     let name: Arc<str> = match &f.function {
         Some(function) => function.clone(),
-        None => source::frame_name(f).into(),
+        None => f.display_name().into(),
     };
     if let Some(q) = names.get(&name) {
         return q.clone();
@@ -333,71 +335,118 @@ fn quoted_name(names: &mut HashMap<Arc<str>, Arc<str>>, f: &ResolvedFrame) -> Ar
 
 /// Converts a profile to Chrome trace JSON on `out`. Timestamps are
 /// microseconds on the common time base (see
-/// [`crate::source::clock_shifts`]), relative to the earliest process start,
-/// written as exact decimals of the nanosecond times.
+/// [`strobe_db::visit::clock_shifts`]), relative to the earliest process
+/// start, written as exact decimals of the nanosecond times.
 pub fn write_chrome<W: Write>(p: &Profile, out: W) -> Result<ChromeStats> {
-    let procs = source::processes(p)?;
-    let mut guids = Guids {
-        shifts: source::clock_shifts(&procs),
-        base: procs.iter().filter_map(|q| q.start).min().unwrap_or(0),
-        index: HashMap::new(),
-        shift: Vec::new(),
-        last: None,
+    let mut sink = Chrome {
+        ev: Events {
+            out,
+            buf: Vec::with_capacity(FLUSH_AT + 4096),
+            first: true,
+        },
+        guids: Guids::default(),
+        st: ChromeStats::default(),
+        thread_names: HashMap::new(),
+        lanes: HashMap::new(),
+        time_kind: SampleKind::Cpu,
+        frame_names: FrameNames::default(),
+        profiles: CpuProfiles::default(),
     };
-    let mut ev = Events {
-        out,
-        buf: Vec::with_capacity(FLUSH_AT + 4096),
-        first: true,
-    };
-    let mut st = ChromeStats::default();
-    ev.buf
+    sink.ev
+        .buf
         .extend_from_slice(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-    for pr in &procs {
-        ev.metadata("process_name", (pr.pid, 0), "name", &[&pr.short_name()])?;
-        ev.metadata("process_labels", (pr.pid, 0), "labels", &[&pr.command])?;
-        st.metadata += 2;
-    }
-    let mut thread_names: HashMap<(i64, i64), String> = HashMap::new();
-    for th in p.threads()? {
-        let th = th?;
-        let name = th.name.unwrap_or_else(|| format!("thread {}", th.tid));
-        ev.metadata("thread_name", (th.pid, th.tid), "name", &[&name])?;
-        thread_names.insert((th.pid, th.tid), name);
-        st.metadata += 1;
-    }
-    // `<thread> (what)`, the name of one of a thread's lanes.
-    let lane_name = |pid: i64, tid: i64, what: &str| {
-        let base = match thread_names.get(&(pid, tid)) {
+    p.visit(&mut sink)?;
+    let Chrome { mut ev, st, .. } = sink;
+    ev.buf.extend_from_slice(b"\n]}\n");
+    ev.out.write_all(&ev.buf)?;
+    ev.out.flush()?;
+    Ok(st)
+}
+
+/// The Chrome JSON writer as a sink of the profile: regions first (the
+/// samples' readers scan and sort meanwhile), then samples, then counters.
+struct Chrome<W: Write> {
+    ev: Events<W>,
+    guids: Guids,
+    st: ChromeStats,
+    thread_names: HashMap<(i64, i64), String>,
+    lanes: HashMap<(i64, i64), Lanes>,
+    time_kind: SampleKind,
+    frame_names: FrameNames,
+    profiles: CpuProfiles,
+}
+
+impl<W: Write> Chrome<W> {
+    /// `<thread> (what)`, the name of one of a thread's lanes.
+    fn lane_name(&self, pid: i64, tid: i64, what: &str) -> String {
+        let base = match self.thread_names.get(&(pid, tid)) {
             Some(name) => name.clone(),
             None => format!("thread {tid}"),
         };
         format!("{base} ({what})")
-    };
-    let mut lanes: HashMap<(i64, i64), Lanes> = HashMap::new();
-    // The samples' readers start scanning and sorting now, while the
-    // regions are written.
-    let samples = crate::samples::samples(p)?;
-    for r in source::regions(p)? {
-        let r = r?;
-        let proc = guids.index(&r.guid);
-        let at = guids.at(proc, r.start);
+    }
+}
+
+impl<W: Write> ProfileSink for Chrome<W> {
+    type Error = ExportError;
+
+    fn order(&self) -> Order {
+        Order::Sequence(&[Stream::Regions, Stream::Samples, Stream::Counters])
+    }
+
+    fn begin(&mut self, run: &Run) -> Result<()> {
+        self.guids.shifts = run.shifts.clone();
+        self.guids.base = run
+            .processes
+            .iter()
+            .filter_map(|q| q.start)
+            .min()
+            .unwrap_or(0);
+        self.time_kind = run.time_kind;
+        for pr in &run.processes {
+            let ev = &mut self.ev;
+            ev.metadata("process_name", (pr.pid, 0), "name", &[&pr.short_name()])?;
+            ev.metadata("process_labels", (pr.pid, 0), "labels", &[&pr.command])?;
+            self.st.metadata += 2;
+        }
+        Ok(())
+    }
+
+    fn thread(&mut self, th: &ThreadRecord) -> Result<()> {
+        let name = th
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("thread {}", th.tid));
+        self.ev
+            .metadata("thread_name", (th.pid, th.tid), "name", &[&name])?;
+        self.thread_names.insert((th.pid, th.tid), name);
+        self.st.metadata += 1;
+        Ok(())
+    }
+
+    fn region(&mut self, r: &RegionRow) -> Result<()> {
+        let proc = self.guids.index(&r.guid);
+        let at = self.guids.at(proc, r.start);
         let cat = r.category.as_deref().unwrap_or("region");
         let marker = r.is_marker();
         let tid = if marker {
             r.tid
         } else {
-            let (lane, new) = lanes
+            let (lane, new) = self
+                .lanes
                 .entry((r.pid, r.tid))
                 .or_default()
                 .place(r.start, r.end);
             let tid = r.tid + lane as i64 * LANE_STRIDE;
             if new && lane > 0 {
-                let name = lane_name(r.pid, r.tid, &format!("overlapping {lane}"));
-                ev.metadata("thread_name", (r.pid, tid), "name", &[&name])?;
-                st.metadata += 1;
+                let name = self.lane_name(r.pid, r.tid, &format!("overlapping {lane}"));
+                self.ev
+                    .metadata("thread_name", (r.pid, tid), "name", &[&name])?;
+                self.st.metadata += 1;
             }
             tid
         };
+        let (ev, st) = (&mut self.ev, &mut self.st);
         let b = ev.begin();
         b.extend_from_slice(if marker {
             br#"{"ph":"i","s":"t","name":"#
@@ -432,45 +481,49 @@ pub fn write_chrome<W: Write>(p: &Profile, out: W) -> Result<ChromeStats> {
         for (name, _, value) in &r.args {
             match name.as_str() {
                 "flow_out" => {
-                    flow(&mut ev, false, (r.pid, tid), at + inset, value)?;
+                    flow(ev, false, (r.pid, tid), at + inset, value)?;
                     st.flows_out += 1;
                 }
                 "flow_in" => {
-                    flow(&mut ev, true, (r.pid, tid), at + dur - inset, value)?;
+                    flow(ev, true, (r.pid, tid), at + dur - inset, value)?;
                     st.flows_in += 1;
                 }
                 _ => {}
             }
         }
+        Ok(())
     }
-    let time_kind = strobe_db::summary::time_kind(p)?;
-    let mut resolved = StackCache::default();
-    let mut frame_names = FrameNames::default();
-    let mut profiles = CpuProfiles::default();
-    for s in samples {
-        let s = s?;
-        if s.kind != time_kind {
-            continue;
+
+    fn sample(&mut self, s: &SampleEvent<'_>, stacks: &mut Stacks<'_>) -> Result<()> {
+        if s.kind != self.time_kind {
+            return Ok(());
         }
-        let proc = guids.index(&s.guid);
-        let at = guids.at(proc, s.timestamp);
+        let proc = self.guids.index(s.guid);
+        let at = self.guids.at(proc, s.timestamp);
         let stack = s.stack_id.map(|id| (proc, id));
+        let frame_names = &mut self.frame_names;
         let names = || -> Result<Arc<[Arc<str>]>> {
             let id = s.stack_id.unwrap_or_default();
-            Ok(frame_names
-                .get(p, &mut resolved, (&s.guid, proc), id)?
-                .clone())
+            Ok(frame_names.get(stacks, (s.guid, proc), id)?.clone())
         };
         let weight = s.weight_ns.min(i64::MAX as u64) as i64;
-        profiles.sample(&mut ev, (s.pid, s.tid), stack, names, at, weight)?;
+        self.profiles
+            .sample(&mut self.ev, (s.pid, s.tid), stack, names, at, weight)
     }
-    let written = profiles.finish(&mut ev)?;
-    st.samples = written.samples;
-    st.profile_nodes = written.nodes;
-    for c in source::counters(p)? {
-        let c = c?;
-        let proc = guids.index_str(&c.guid);
-        let at = guids.at(proc, c.timestamp);
+
+    fn stream_end(&mut self, stream: Stream) -> Result<()> {
+        if stream == Stream::Samples {
+            let written = std::mem::take(&mut self.profiles).finish(&mut self.ev)?;
+            self.st.samples = written.samples;
+            self.st.profile_nodes = written.nodes;
+        }
+        Ok(())
+    }
+
+    fn counter(&mut self, c: &CounterRow) -> Result<()> {
+        let proc = self.guids.index_str(&c.guid);
+        let at = self.guids.at(proc, c.timestamp);
+        let ev = &mut self.ev;
         let b = ev.begin();
         b.extend_from_slice(br#"{"ph":"C","name":""#);
         jsonw::string_body(b, &c.name);
@@ -495,12 +548,9 @@ pub fn write_chrome<W: Write>(p: &Profile, out: W) -> Result<ChromeStats> {
         jsonw::float(b, c.value);
         b.extend_from_slice(b"}}");
         ev.end()?;
-        st.counters += 1;
+        self.st.counters += 1;
+        Ok(())
     }
-    ev.buf.extend_from_slice(b"\n]}\n");
-    ev.out.write_all(&ev.buf)?;
-    ev.out.flush()?;
-    Ok(st)
 }
 
 #[cfg(test)]

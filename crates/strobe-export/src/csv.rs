@@ -18,18 +18,10 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use strobe_db::visit::{Order, ProfileSink, RegionRow, Run, SampleEvent, Stacks, Stream, Table};
 use strobe_db::{Profile, Value};
 
 use crate::error::{ExportError, Result};
-use crate::source;
-
-/// The small tables [`write_csv`] writes by query (the `process` number
-/// is added in front); the rocpd `top` view is written as is.
-const QUERY_TABLES: &[(&str, &str)] = &[
-    ("processes", "SELECT guid, hostname, machine_id, ppid, pid, init, start, \"end\", fini, command FROM processes ORDER BY start, guid"),
-    ("threads", "SELECT guid, pid, tid, name, start, \"end\" FROM threads ORDER BY pid, tid"),
-    ("counters", "SELECT guid, pid, tid, name, units, timestamp, value FROM strobe_counters ORDER BY timestamp"),
-];
 
 /// Every table [`write_csv`] writes, in order (`<stem>_<table>.csv`).
 pub const TABLES: &[&str] = &[
@@ -78,6 +70,20 @@ fn create(path: &Path) -> Result<BufWriter<File>> {
 
 /// Streams the rows of `sql` into a CSV file; returns the row count.
 pub fn write_query_csv(p: &Profile, sql: &str, path: &Path) -> Result<u64> {
+    write_rows(path, &mut |cols, row| p.query_each(sql, cols, row))
+}
+
+/// What streams rows of values: given what takes the column names and
+/// what takes each row, returns the row count (`Profile::query_each`,
+/// `Profile::table_rows`).
+type RowSource<'a> = dyn FnMut(
+        &mut dyn FnMut(&[String]),
+        &mut dyn FnMut(&[Value]) -> strobe_db::Result<()>,
+    ) -> strobe_db::Result<u64>
+    + 'a;
+
+/// Feeds a CSV file, header first, from `rows`; returns the row count.
+fn write_rows(path: &Path, rows: &mut RowSource<'_>) -> Result<u64> {
     let out = RefCell::new(create(path)?);
     let io_err: RefCell<Option<std::io::Error>> = RefCell::new(None);
     let line = |vals: &mut dyn Iterator<Item = String>| {
@@ -95,14 +101,10 @@ pub fn write_query_csv(p: &Profile, sql: &str, path: &Path) -> Result<u64> {
             io_err.borrow_mut().get_or_insert(e);
         }
     };
-    let n = p.query_each(
-        sql,
-        &mut |cols| line(&mut cols.iter().cloned()),
-        &mut |row| {
-            line(&mut row.iter().map(value_text));
-            Ok(())
-        },
-    )?;
+    let n = rows(&mut |cols| line(&mut cols.iter().cloned()), &mut |row| {
+        line(&mut row.iter().map(value_text));
+        Ok(())
+    })?;
     let w = |e| ExportError::Write {
         path: path.to_path_buf(),
         error: e,
@@ -156,7 +158,7 @@ struct Top {
 }
 
 impl Top {
-    fn add(&mut self, r: &source::RegionRow) {
+    fn add(&mut self, r: &RegionRow) {
         let d = r.end - r.start;
         let e = self.by_name.entry(r.name.clone()).or_default();
         e.0 += 1;
@@ -167,21 +169,8 @@ impl Top {
     /// Writes `NAME_top.csv` with the view's columns, values and order
     /// (total duration descending; ties by name).
     fn write(self, p: &Profile, path: PathBuf) -> Result<(PathBuf, u64)> {
-        const VIEW: &str = "SELECT name, total_calls, total_duration, average, percentage FROM top";
-        let has_other: bool = p
-            .connection()
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM rocpd_kernel_dispatch) \
-                 OR EXISTS (SELECT 1 FROM rocpd_memory_copy)",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(|e| strobe_db::DbError::Query {
-                message: e.to_string(),
-                sql: "top".into(),
-            })?;
-        if has_other {
-            let n = write_query_csv(p, VIEW, &path)?;
+        if p.has_device_activity()? {
+            let n = write_rows(&path, &mut |cols, row| p.table_rows(Table::Top, cols, row))?;
             return Ok((path, n));
         }
         let mut rows: Vec<(Arc<str>, i64, i64)> = self
@@ -230,16 +219,17 @@ struct ProcessNumbers {
 }
 
 impl ProcessNumbers {
-    fn new(p: &Profile) -> Result<ProcessNumbers> {
-        let by_guid = source::processes(p)?
-            .into_iter()
+    fn new(run: &Run) -> ProcessNumbers {
+        let by_guid = run
+            .processes
+            .iter()
             .enumerate()
-            .map(|(k, pr)| (pr.guid, k as i64 + 1))
+            .map(|(k, pr)| (pr.guid.clone(), k as i64 + 1))
             .collect();
-        Ok(ProcessNumbers {
+        ProcessNumbers {
             by_guid,
             last: None,
-        })
+        }
     }
 
     fn of_str(&self, guid: &str) -> i64 {
@@ -258,7 +248,7 @@ impl ProcessNumbers {
     }
 }
 
-fn write_region(o: &mut Out, process: i64, r: &source::RegionRow) -> Result<()> {
+fn write_region(o: &mut Out, process: i64, r: &RegionRow) -> Result<()> {
     o.rows += 1;
     o.io(|w| {
         int(w, process)?;
@@ -284,7 +274,7 @@ fn write_region(o: &mut Out, process: i64, r: &source::RegionRow) -> Result<()> 
     })
 }
 
-fn write_sample(o: &mut Out, process: i64, s: &crate::samples::SampleEvent) -> Result<()> {
+fn write_sample(o: &mut Out, process: i64, s: &SampleEvent<'_>) -> Result<()> {
     o.rows += 1;
     o.io(|w| {
         int(w, process)?;
@@ -324,9 +314,9 @@ fn write_stacks(
             if k > 0 {
                 text.push(';');
             }
-            text.push_str(&source::frame_name(f));
+            text.push_str(&f.display_name());
         }
-        let leaf = frames.first().map(source::frame_name).unwrap_or_default();
+        let leaf = frames.first().map(|f| f.display_name()).unwrap_or_default();
         o.rows += 1;
         o.io(|w| {
             int(w, process)?;
@@ -342,18 +332,17 @@ fn write_stacks(
     o.finish()
 }
 
-/// Writes a small table by query with the process number in front (the
-/// query's first column is the guid, which stays in `processes` only).
+/// Writes a small table with the process number in front (the table's
+/// first column is the guid, which stays in `processes` only).
 fn write_numbered(
     p: &Profile,
     numbers: &ProcessNumbers,
-    table: &str,
-    sql: &str,
+    table: Table,
     path: PathBuf,
 ) -> Result<(PathBuf, u64)> {
     let out = RefCell::new(create(&path)?);
     let io_err: RefCell<Option<std::io::Error>> = RefCell::new(None);
-    let keep_guid = table == "processes";
+    let keep_guid = table == Table::Processes;
     let line = |process: &str, vals: &mut dyn Iterator<Item = String>| {
         let mut o = out.borrow_mut();
         let r = (|| {
@@ -371,8 +360,8 @@ fn write_numbered(
             io_err.borrow_mut().get_or_insert(e);
         }
     };
-    let n = p.query_each(
-        sql,
+    let n = p.table_rows(
+        table,
         &mut |cols| line("process", &mut cols.iter().cloned()),
         &mut |row| {
             let guid = match &row[0] {
@@ -402,43 +391,94 @@ fn write_numbered(
 /// docs/exports.md); returns the files with their row counts.
 pub fn write_csv(p: &Profile, dir: &Path, stem: &str) -> Result<Vec<(PathBuf, u64)>> {
     let file = |table: &str| dir.join(format!("{stem}_{table}.csv"));
-    let mut numbers = ProcessNumbers::new(p)?;
-    let mut files = Vec::new();
-    for (table, sql) in &QUERY_TABLES[..2] {
-        files.push(write_numbered(p, &numbers, table, sql, file(table))?);
-    }
-    // The samples' readers start scanning and sorting now, while the
-    // regions are written (the files need no common order).
-    let samples = crate::samples::samples(p)?;
-    let mut top = Top::default();
-    let mut regions_out = Out::create(file("regions"), REGIONS_HEADER)?;
-    for r in source::regions(p)? {
-        let r = r?;
-        let n = numbers.of(&r.guid);
-        write_region(&mut regions_out, n, &r)?;
-        top.add(&r);
-    }
-    files.push(regions_out.finish()?);
-    let mut samples_out = Out::create(file("samples"), SAMPLES_HEADER)?;
-    let mut stacks: std::collections::HashSet<(i64, i64), crate::fasthash::Fast> =
-        Default::default();
-    let mut guids: HashMap<i64, Arc<str>> = HashMap::new();
-    for s in samples {
-        let s = s?;
-        let n = numbers.of(&s.guid);
-        if let Some(id) = s.stack_id {
-            if stacks.insert((n, id)) {
-                guids.entry(n).or_insert_with(|| s.guid.clone());
-            }
-        }
-        write_sample(&mut samples_out, n, &s)?;
-    }
-    files.push(samples_out.finish()?);
+    let mut sink = Csv {
+        p,
+        file: &file,
+        files: Vec::new(),
+        numbers: ProcessNumbers {
+            by_guid: HashMap::new(),
+            last: None,
+        },
+        regions: Out::create(file("regions"), REGIONS_HEADER)?,
+        samples: Out::create(file("samples"), SAMPLES_HEADER)?,
+        top: Top::default(),
+        stacks: Default::default(),
+        guids: HashMap::new(),
+    };
+    p.visit(&mut sink)?;
+    let Csv {
+        mut files,
+        numbers,
+        regions,
+        samples,
+        top,
+        stacks,
+        guids,
+        ..
+    } = sink;
+    files.push(regions.finish()?);
+    files.push(samples.finish()?);
     let mut stacks: Vec<(i64, i64)> = stacks.into_iter().collect();
     stacks.sort_unstable();
     files.push(write_stacks(p, &guids, &stacks, file("stacks"))?);
-    let (table, sql) = QUERY_TABLES[2];
-    files.push(write_numbered(p, &numbers, table, sql, file(table))?);
+    files.push(write_numbered(
+        p,
+        &numbers,
+        Table::Counters,
+        file("counters"),
+    )?);
     files.push(top.write(p, file("top"))?);
     Ok(files)
+}
+
+/// The CSV files as a sink of the profile: the processes and threads
+/// tables on [`ProfileSink::begin`], then regions and samples (the
+/// samples' readers scan and sort while the regions are written).
+struct Csv<'a> {
+    p: &'a Profile,
+    /// The path of a table's file.
+    file: &'a dyn Fn(&str) -> PathBuf,
+    files: Vec<(PathBuf, u64)>,
+    numbers: ProcessNumbers,
+    regions: Out,
+    samples: Out,
+    top: Top,
+    /// (process number, stack) of every stack the samples named.
+    stacks: std::collections::HashSet<(i64, i64), crate::fasthash::Fast>,
+    /// A guid of each process number that named a stack.
+    guids: HashMap<i64, Arc<str>>,
+}
+
+impl ProfileSink for Csv<'_> {
+    type Error = ExportError;
+
+    fn order(&self) -> Order {
+        Order::Sequence(&[Stream::Regions, Stream::Samples])
+    }
+
+    fn begin(&mut self, run: &Run) -> Result<()> {
+        self.numbers = ProcessNumbers::new(run);
+        for (table, name) in [(Table::Processes, "processes"), (Table::Threads, "threads")] {
+            let f = write_numbered(self.p, &self.numbers, table, (self.file)(name))?;
+            self.files.push(f);
+        }
+        Ok(())
+    }
+
+    fn region(&mut self, r: &RegionRow) -> Result<()> {
+        let n = self.numbers.of(&r.guid);
+        write_region(&mut self.regions, n, r)?;
+        self.top.add(r);
+        Ok(())
+    }
+
+    fn sample(&mut self, s: &SampleEvent<'_>, _: &mut Stacks<'_>) -> Result<()> {
+        let n = self.numbers.of(s.guid);
+        if let Some(id) = s.stack_id {
+            if self.stacks.insert((n, id)) {
+                self.guids.entry(n).or_insert_with(|| s.guid.clone());
+            }
+        }
+        write_sample(&mut self.samples, n, s)
+    }
 }

@@ -22,11 +22,13 @@ use std::io::{self, BufWriter, Write};
 use std::sync::Arc;
 
 use serde_json::ser::{CompactFormatter, Formatter};
-use strobe_db::{Profile, SampleKind};
+use strobe_db::visit::{
+    Order, ProfileSink, RegionRow, ResolvedFrame, Run, SampleEvent, SampleKind, Shift, Stacks,
+    Stream, ThreadRecord,
+};
+use strobe_db::Profile;
 
-use crate::error::Result;
-use crate::samples::StackCache;
-use crate::source;
+use crate::error::{ExportError, Result};
 use crate::spool::Spool;
 
 /// What a Firefox conversion wrote.
@@ -260,7 +262,7 @@ struct FxThread {
     end: Option<u64>,
     is_main: bool,
     /// The process's clock shift (ns).
-    shift: source::Shift,
+    shift: Shift,
     /// The first of its [`COLUMNS`] spool columns.
     col: usize,
     /// String → index in its string array (forgotten past the budget).
@@ -292,23 +294,29 @@ struct FxThread {
     last_sample: u64,
 }
 
-/// The conversion's state.
-struct Fx<'p> {
-    p: &'p Profile,
+/// The conversion's state: the Firefox writer as a sink of the profile
+/// (samples first, then regions, whose readers scan and sort meanwhile).
+struct Fx {
     spool: Spool,
     limits: Limits,
     /// Bytes of strings interned since they were last forgotten.
     string_bytes: usize,
     procs: Vec<FxProcess>,
     /// Process guid → (process, pid, clock shift); the last of a guid wins.
-    by_guid: HashMap<String, (usize, i64, source::Shift)>,
+    by_guid: HashMap<String, (usize, i64, Shift)>,
     threads: Vec<FxThread>,
     /// tid → (guid, thread) of the threads with that tid.
     index: FastMap<i64, Vec<(Arc<str>, usize)>>,
     used_tids: HashMap<u32, u32>,
     /// The earliest process start (ns): time 0.
     base: i64,
-    cache: StackCache,
+    /// What an on-CPU sample without a weight stands for (ns).
+    period: i64,
+    time_kind: SampleKind,
+    /// The first process's name.
+    product: String,
+    /// A region's arguments as text (reused).
+    args: String,
     st: FirefoxStats,
 }
 
@@ -350,15 +358,15 @@ impl FxThread {
         &mut self,
         spool: &mut Spool,
         string_bytes: &mut usize,
-        frames: impl Iterator<Item = &'a strobe_db::ResolvedFrame>,
+        frames: impl Iterator<Item = &'a ResolvedFrame>,
     ) -> io::Result<(Option<u32>, Option<u32>)> {
         let mut prefix = None;
         let mut leaf = None;
         for f in frames {
-            // `source::frame_name`, without a copy when symbolized.
+            // `ResolvedFrame::display_name`, without a copy when symbolized.
             let label = match &f.function {
                 Some(name) => std::borrow::Cow::Borrowed(&**name),
-                None => std::borrow::Cow::Owned(source::frame_name(f)),
+                None => std::borrow::Cow::Owned(f.display_name()),
             };
             let frame = match self.frames.get(&*label) {
                 Some(&i) => i,
@@ -382,10 +390,10 @@ impl FxThread {
     }
 }
 
-impl<'p> Fx<'p> {
+impl Fx {
     /// Nanoseconds of a process's clock → nanoseconds since the start.
     #[inline]
-    fn ts(&self, shift: source::Shift, ns: i64) -> u64 {
+    fn ts(&self, shift: Shift, ns: i64) -> u64 {
         (ns + shift - self.base).max(0) as u64
     }
 
@@ -478,6 +486,7 @@ impl<'p> Fx<'p> {
     #[inline]
     fn stack(
         &mut self,
+        stacks: &mut Stacks<'_>,
         t: usize,
         guid: &Arc<str>,
         id: Option<i64>,
@@ -491,7 +500,7 @@ impl<'p> Fx<'p> {
         if let Some(e) = th.stacks.get_mut(&id) {
             return Ok(take(e));
         }
-        let frames = self.cache.get(self.p, guid, id)?;
+        let frames = stacks.get(guid, id)?;
         let (stack, leaf) =
             th.intern_stack(&mut self.spool, &mut self.string_bytes, frames.iter().rev())?;
         let mut e = StackEntry {
@@ -555,16 +564,7 @@ pub fn write_firefox<W: Write>(p: &Profile, out: W) -> Result<FirefoxStats> {
 
 /// [`write_firefox`] within `limits`.
 fn write_with<W: Write>(p: &Profile, out: W, limits: Limits) -> Result<FirefoxStats> {
-    let procs = source::processes(p)?;
-    let shifts = source::clock_shifts(&procs);
-    let base = procs.iter().filter_map(|q| q.start).min().unwrap_or(0);
-    let period = crate::pprof::sampling_period_ns(p);
-    let product = procs
-        .first()
-        .map(|q| q.short_name())
-        .unwrap_or_else(|| "strobe".into());
     let mut fx = Fx {
-        p,
         spool: Spool::new(limits.chunk, limits.budget),
         limits,
         string_bytes: 0,
@@ -573,73 +573,104 @@ fn write_with<W: Write>(p: &Profile, out: W, limits: Limits) -> Result<FirefoxSt
         threads: Vec::new(),
         index: FastMap::default(),
         used_tids: HashMap::new(),
-        base,
-        cache: StackCache::default(),
+        base: 0,
+        period: 0,
+        time_kind: SampleKind::Cpu,
+        product: String::new(),
+        args: String::new(),
         st: FirefoxStats::default(),
     };
-    let mut used_pids = HashMap::new();
-    for q in &procs {
-        let shift = shifts.get(&q.guid).copied().unwrap_or_default();
-        fx.by_guid
-            .insert(q.guid.clone(), (fx.procs.len(), q.pid, shift));
-        fx.procs.push(FxProcess {
-            name: format!("{} ({})", q.short_name(), q.pid),
-            pid: unique_id(&mut used_pids, q.pid as u32),
-            start: fx.ts(shift, q.start.unwrap_or(base)),
-            threads: Vec::new(),
-        });
+    p.visit(&mut fx)?;
+    let interval = fx.period as u64 as f64 / 1_000_000_000.0 * 1000.0;
+    let product = std::mem::take(&mut fx.product);
+    let mut out = BufWriter::with_capacity(256 << 10, out);
+    write_document(&mut fx, &product, interval, &mut out)?;
+    out.flush()?;
+    Ok(fx.st)
+}
+
+impl ProfileSink for Fx {
+    type Error = ExportError;
+
+    fn order(&self) -> Order {
+        Order::Sequence(&[Stream::Samples, Stream::Regions])
     }
-    for t in p.threads()? {
-        let t = t?;
-        let Some(&(_, _, shift)) = fx.by_guid.get(&t.guid) else {
-            continue;
-        };
-        let name = t.name.unwrap_or_else(|| format!("thread {}", t.tid));
-        let start = fx.ts(shift, t.start.unwrap_or(base));
-        let end = t.end.map(|e| fx.ts(shift, e));
-        fx.add_thread(&t.guid, t.tid, name, start, end);
+
+    fn begin(&mut self, run: &Run) -> Result<()> {
+        let base = run.first_start();
+        self.base = base;
+        self.period = run.period_ns;
+        self.time_kind = run.time_kind;
+        self.product = run
+            .processes
+            .first()
+            .map(|q| q.short_name())
+            .unwrap_or_else(|| "strobe".into());
+        let mut used_pids = HashMap::new();
+        for q in &run.processes {
+            let shift = run.shifts.get(&q.guid).copied().unwrap_or_default();
+            self.by_guid
+                .insert(q.guid.clone(), (self.procs.len(), q.pid, shift));
+            self.procs.push(FxProcess {
+                name: format!("{} ({})", q.short_name(), q.pid),
+                pid: unique_id(&mut used_pids, q.pid as u32),
+                start: self.ts(shift, q.start.unwrap_or(base)),
+                threads: Vec::new(),
+            });
+        }
+        Ok(())
     }
-    let time_kind = strobe_db::summary::time_kind(p)?;
-    // Started now, the regions' readers scan and sort while the samples
-    // are converted.
-    let regions = source::regions(p)?;
-    for s in crate::samples::samples(p)? {
-        let s = s?;
-        let Some(t) = fx.thread_of(&s.guid, s.tid) else {
-            continue;
+
+    fn thread(&mut self, t: &ThreadRecord) -> Result<()> {
+        let Some(&(_, _, shift)) = self.by_guid.get(&t.guid) else {
+            return Ok(());
         };
-        let shift = fx.threads[t].shift;
+        let name = t
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("thread {}", t.tid));
+        let start = self.ts(shift, t.start.unwrap_or(self.base));
+        let end = t.end.map(|e| self.ts(shift, e));
+        self.add_thread(&t.guid, t.tid, name, start, end);
+        Ok(())
+    }
+
+    fn sample(&mut self, s: &SampleEvent<'_>, stacks: &mut Stacks<'_>) -> Result<()> {
+        let Some(t) = self.thread_of(s.guid, s.tid) else {
+            return Ok(());
+        };
+        let shift = self.threads[t].shift;
         // The time of an on-CPU sample: the samples of the profile's time
         // kind (real-time samples where CPU-time ones exist are not CPU
         // time).
-        let ns = (s.kind == time_kind).then(|| {
+        let ns = (s.kind == self.time_kind).then(|| {
             if s.weight_ns > 0 {
                 s.weight_ns
             } else {
-                period.max(0) as u64
+                self.period.max(0) as u64
             }
         });
         // Every sample's stack is interned, kept or not (as the library
         // version of this exporter did: same tables, same JSON).
-        let (stack, leaf, weight) = fx.stack(t, &s.guid, s.stack_id, ns)?;
+        let (stack, leaf, weight) = self.stack(stacks, t, s.guid, s.stack_id, ns)?;
         let stack = opt(stack);
         if s.kind == SampleKind::OffCpu {
-            let th = &mut fx.threads[t];
+            let th = &mut self.threads[t];
             if th.off_cpu_name.is_none() {
-                let i = th.intern(&mut fx.spool, &mut fx.string_bytes, "off-CPU")?;
+                let i = th.intern(&mut self.spool, &mut self.string_bytes, "off-CPU")?;
                 th.off_cpu_name = Some(i);
             }
             let function = match opt(leaf) {
                 Some(i) => i,
-                None => th.intern(&mut fx.spool, &mut fx.string_bytes, "[no stack]")?,
+                None => th.intern(&mut self.spool, &mut self.string_bytes, "[no stack]")?,
             };
             let end = s
                 .timestamp
                 .saturating_add(s.weight_ns.min(i64::MAX as u64) as i64);
-            let (start, end) = (fx.ts(shift, s.timestamp), fx.ts(shift, end));
+            let (start, end) = (self.ts(shift, s.timestamp), self.ts(shift, end));
             let blocked = s.weight_ns;
-            debug_assert_eq!(fx.threads[t].regions, 0, "off-CPU markers come first");
-            fx.marker(t, start, Some(end), |b| {
+            debug_assert_eq!(self.threads[t].regions, 0, "off-CPU markers come first");
+            self.marker(t, start, Some(end), |b| {
                 b.extend_from_slice(br#"{"type":"StrobeOffCpu","#);
                 if let Some(stack) = stack {
                     b.extend_from_slice(br#""cause":{"stack":"#);
@@ -652,22 +683,22 @@ fn write_with<W: Write>(p: &Profile, out: W, limits: Limits) -> Result<FirefoxSt
                 put_ms(b, blocked);
                 b.push(b'}');
             })?;
-            fx.threads[t].off_cpu += 1;
-            fx.st.off_cpu_markers += 1;
-            fx.bound_strings();
-            continue;
+            self.threads[t].off_cpu += 1;
+            self.st.off_cpu_markers += 1;
+            self.bound_strings();
+            return Ok(());
         }
         let Some(ns) = ns else {
-            continue;
+            return Ok(());
         };
-        let time = fx.ts(shift, s.timestamp);
-        let th = &mut fx.threads[t];
+        let time = self.ts(shift, s.timestamp);
+        let th = &mut self.threads[t];
         let (col, n) = (th.col, th.samples);
         // Signed: a stream out of time order still gives exact times.
         let delta = time.wrapping_sub(th.last_sample) as i64;
         th.last_sample = time;
         th.samples += 1;
-        let sp = &mut fx.spool;
+        let sp = &mut self.spool;
         sp.write(col + S_STACK, |b| {
             sep(b, n);
             match stack {
@@ -691,27 +722,28 @@ fn write_with<W: Write>(p: &Profile, out: W, limits: Limits) -> Result<FirefoxSt
             sep(b, n);
             put_u64(b, ns / 1000);
         })?;
-        fx.st.samples += 1;
-        fx.bound_strings();
+        self.st.samples += 1;
+        self.bound_strings();
+        Ok(())
     }
-    let mut args = String::new();
-    for r in regions {
-        let r = r?;
-        let Some(t) = fx.thread_of(&r.guid, r.tid) else {
-            continue;
+
+    fn region(&mut self, r: &RegionRow) -> Result<()> {
+        let Some(t) = self.thread_of(&r.guid, r.tid) else {
+            return Ok(());
         };
-        let name = fx.region_name(t, &r.name)?;
-        let th = &mut fx.threads[t];
+        let name = self.region_name(t, &r.name)?;
+        let th = &mut self.threads[t];
         let a = if r.args.is_empty() {
             match th.empty {
                 Some(i) => i,
                 None => {
-                    let i = th.intern(&mut fx.spool, &mut fx.string_bytes, "")?;
+                    let i = th.intern(&mut self.spool, &mut self.string_bytes, "")?;
                     th.empty = Some(i);
                     i
                 }
             }
         } else {
+            let args = &mut self.args;
             args.clear();
             for (k, (n, _, v)) in r.args.iter().enumerate() {
                 if k > 0 {
@@ -721,33 +753,29 @@ fn write_with<W: Write>(p: &Profile, out: W, limits: Limits) -> Result<FirefoxSt
                 args.push('=');
                 args.push_str(v);
             }
-            th.intern(&mut fx.spool, &mut fx.string_bytes, &args)?
+            th.intern(&mut self.spool, &mut self.string_bytes, args)?
         };
         let (shift, col, n) = (th.shift, th.col, th.regions);
-        let start = fx.ts(shift, r.start);
-        let end = (!r.is_marker()).then(|| fx.ts(shift, r.end));
-        fx.marker(t, start, end, |b| {
+        let start = self.ts(shift, r.start);
+        let end = (!r.is_marker()).then(|| self.ts(shift, r.end));
+        self.marker(t, start, end, |b| {
             b.extend_from_slice(br#"{"type":"StrobeRegion","args":"#);
             put_u64(b, u64::from(a));
             b.push(b'}');
         })?;
-        fx.spool.write(col + R_NAME, |b| {
+        self.spool.write(col + R_NAME, |b| {
             sep(b, n);
             put_u64(b, u64::from(name));
         })?;
-        fx.spool.write(col + R_PHASE, |b| {
+        self.spool.write(col + R_PHASE, |b| {
             sep(b, n);
             b.push(if end.is_some() { b'1' } else { b'0' });
         })?;
-        fx.threads[t].regions += 1;
-        fx.st.markers += 1;
-        fx.bound_strings();
+        self.threads[t].regions += 1;
+        self.st.markers += 1;
+        self.bound_strings();
+        Ok(())
     }
-    let interval = period as u64 as f64 / 1_000_000_000.0 * 1000.0;
-    let mut out = BufWriter::with_capacity(256 << 10, out);
-    write_document(&mut fx, &product, interval, &mut out)?;
-    out.flush()?;
-    Ok(fx.st)
 }
 
 /// The marker schemas (`meta.markerSchema`) of the two marker types.
@@ -788,7 +816,7 @@ fn repeat_to<W: Write>(
 /// and pid; in each, the main thread first, then by start, name and tid)
 /// with its in-memory tables and its spooled columns.
 fn write_document<W: Write>(
-    fx: &mut Fx<'_>,
+    fx: &mut Fx,
     product: &str,
     interval: f64,
     out: &mut W,
@@ -840,12 +868,7 @@ fn write_document<W: Write>(
 }
 
 /// Writes one thread's object.
-fn write_thread<W: Write>(
-    fx: &mut Fx<'_>,
-    t: usize,
-    b: &mut Vec<u8>,
-    out: &mut W,
-) -> io::Result<()> {
+fn write_thread<W: Write>(fx: &mut Fx, t: usize, b: &mut Vec<u8>, out: &mut W) -> io::Result<()> {
     let th = &fx.threads[t];
     let q = &fx.procs[th.process];
     let nf = th.func_names.len();

@@ -9,13 +9,13 @@
 //! unless [`FoldOptions::off_cpu`] adds the blocked time under an
 //! `[off-CPU]` leaf. It never reads the inputs' files itself.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
+use strobe_db::visit::{Order, ProcessSamples, ProfileSink, Run, Stream, ThreadRecord};
 use strobe_db::Profile;
 
 use crate::error::{ExportError, Result};
-use crate::source;
 
 /// The leaf frame added under a stack's off-CPU (blocked) time.
 pub const OFF_CPU_FRAME: &str = "[off-CPU]";
@@ -73,52 +73,83 @@ impl Folded {
 }
 
 fn fold(p: &Profile, opt: FoldOptions) -> Result<Folded> {
-    let procs = source::processes(p)?;
-    let pname: std::collections::HashMap<String, String> = procs
-        .iter()
-        .map(|q| {
-            (
-                q.guid.clone(),
-                format!("{} (pid {})", clean(&q.short_name()), q.pid),
-            )
-        })
-        .collect();
-    let tname: std::collections::HashMap<(String, i64), String> = p
-        .threads()?
-        .filter_map(|t| t.ok())
-        .map(|t| {
-            let n = t.name.clone().unwrap_or_else(|| "thread".into());
-            (
-                (t.guid.clone(), t.tid),
-                format!("{} (tid {})", clean(&n), t.tid),
-            )
-        })
-        .collect();
-    let period = strobe_db::summary::sampling_period_ns(p);
-    let mut out = Folded {
-        ns: BTreeMap::new(),
-        samples: 0,
+    let mut fold = Fold {
+        opt,
+        pname: HashMap::new(),
+        tname: HashMap::new(),
+        out: Folded {
+            ns: BTreeMap::new(),
+            samples: 0,
+        },
+        line: String::new(),
     };
-    let mut line = String::new();
-    // One process at a time, its stacks resolved by the reader.
-    strobe_db::scan::for_each_process(p, period, true, &mut |ps| {
+    p.visit(&mut fold)?;
+    Ok(fold.out)
+}
+
+/// The folding as a sink of the profile: names of processes and threads,
+/// then the samples counted per stack, one process at a time (its stacks
+/// resolved by the reader).
+struct Fold {
+    opt: FoldOptions,
+    /// Guid → `name (pid N)`.
+    pname: HashMap<String, String>,
+    /// (guid, tid) → `name (tid N)`.
+    tname: HashMap<(String, i64), String>,
+    out: Folded,
+    /// The stack being written (reused).
+    line: String,
+}
+
+impl ProfileSink for Fold {
+    type Error = ExportError;
+
+    fn order(&self) -> Order {
+        Order::Sequence(&[Stream::SampleCounts])
+    }
+
+    fn resolve_counted_stacks(&self) -> bool {
+        true
+    }
+
+    fn begin(&mut self, run: &Run) -> Result<()> {
+        for q in &run.processes {
+            let name = format!("{} (pid {})", clean(&q.short_name()), q.pid);
+            self.pname.insert(q.guid.clone(), name);
+        }
+        Ok(())
+    }
+
+    fn thread(&mut self, t: &ThreadRecord) -> Result<()> {
+        let n = t.name.as_deref().unwrap_or("thread");
+        let name = format!("{} (tid {})", clean(n), t.tid);
+        self.tname.insert((t.guid.clone(), t.tid), name);
+        Ok(())
+    }
+
+    fn sample_counts(&mut self, ps: ProcessSamples) -> Result<()> {
         for g in &ps.groups {
             let on = g.samples > 0;
-            let off = opt.off_cpu && g.off_cpu_samples > 0;
+            let off = self.opt.off_cpu && g.off_cpu_samples > 0;
             if !on && !off {
                 continue;
             }
-            line.clear();
-            if opt.per_process || opt.per_thread {
-                line.push_str(pname.get(&*g.guid).map(String::as_str).unwrap_or("process"));
-                line.push(';');
+            self.line.clear();
+            if self.opt.per_process || self.opt.per_thread {
+                self.line.push_str(
+                    self.pname
+                        .get(&*g.guid)
+                        .map(String::as_str)
+                        .unwrap_or("process"),
+                );
+                self.line.push(';');
             }
-            if opt.per_thread {
-                match tname.get(&(g.guid.to_string(), g.tid)) {
-                    Some(t) => line.push_str(t),
-                    None => line.push_str(&format!("thread (tid {})", g.tid)),
+            if self.opt.per_thread {
+                match self.tname.get(&(g.guid.to_string(), g.tid)) {
+                    Some(t) => self.line.push_str(t),
+                    None => self.line.push_str(&format!("thread (tid {})", g.tid)),
                 }
-                line.push(';');
+                self.line.push(';');
             }
             let frames = match g.stack_id {
                 Some(s) => ps
@@ -129,28 +160,27 @@ fn fold(p: &Profile, opt: FoldOptions) -> Result<Folded> {
                 None => std::sync::Arc::from(Vec::new()),
             };
             if frames.is_empty() {
-                line.push_str("[no stack]");
+                self.line.push_str("[no stack]");
             }
             for (k, f) in frames.iter().rev().enumerate() {
                 if k > 0 {
-                    line.push(';');
+                    self.line.push(';');
                 }
-                line.push_str(&clean(&source::frame_name(f)));
+                self.line.push_str(&clean(&f.display_name()));
             }
             if on {
-                *out.ns.entry(line.clone()).or_insert(0) += g.cpu_ns;
-                out.samples += g.samples;
+                *self.out.ns.entry(self.line.clone()).or_insert(0) += g.cpu_ns;
+                self.out.samples += g.samples;
             }
             if off {
-                line.push(';');
-                line.push_str(OFF_CPU_FRAME);
-                *out.ns.entry(line.clone()).or_insert(0) += g.off_cpu_ns;
-                out.samples += g.off_cpu_samples;
+                self.line.push(';');
+                self.line.push_str(OFF_CPU_FRAME);
+                *self.out.ns.entry(self.line.clone()).or_insert(0) += g.off_cpu_ns;
+                self.out.samples += g.off_cpu_samples;
             }
         }
         Ok(())
-    })?;
-    Ok(out)
+    }
 }
 
 /// Time per folded stack in microseconds (the summed weights of its

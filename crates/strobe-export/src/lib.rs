@@ -27,10 +27,16 @@ mod jsonw;
 pub mod parquet;
 pub mod perfetto;
 pub mod pprof;
-mod runsort;
-pub mod samples;
-pub mod source;
 mod spool;
 
 pub use error::{ExportError, Result};
+
+/// Identity of a frame within a process: guid, module path, pc relative
+/// to the module, function name (when symbolized).
+pub(crate) type FrameKey = (
+    String,
+    Option<std::sync::Arc<str>>,
+    u64,
+    Option<std::sync::Arc<str>>,
+);
 pub use format::Format;

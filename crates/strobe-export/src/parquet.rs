@@ -46,7 +46,8 @@ use strobe_db::scan::{open_attached, qerr, scan_sql, IdMap, Window};
 use strobe_db::{Profile, SampleKind};
 
 use crate::error::{ExportError, Result};
-use crate::{jsonw, source};
+use crate::jsonw;
+use strobe_db::visit::{ProcessRow, Shift};
 
 /// The tables of a dataset, in the order they are written.
 pub const TABLES: &[&str] = &[
@@ -489,12 +490,12 @@ fn text(s: &str) -> ByteArray {
 
 /// A process's clock on the profile's common time base: the one place a
 /// node's monotonic timestamp becomes an aligned one, through the
-/// process's [`source::Shift`] from [`source::clock_shifts`] (its node's
+/// process's [`Shift`] from [`strobe_db::visit::clock_shifts`] (its node's
 /// offset, and for an MPI rank the offset to rank 0's clock it measured,
 /// interpolated over the run).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcessClock {
-    shift: source::Shift,
+    shift: Shift,
 }
 
 impl ProcessClock {
@@ -512,7 +513,7 @@ struct Proc {
     schema: String,
     suffix: String,
     file: PathBuf,
-    row: source::ProcessRow,
+    row: ProcessRow,
     /// The hive partition directory of its node, `node=…`.
     node_dir: String,
     rank: i64,
@@ -560,17 +561,16 @@ fn mpi_settings(p: &Profile) -> Result<HashMap<String, HashMap<String, String>>>
 
 /// The processes of `p`, one per table set.
 fn processes(p: &Profile) -> Result<Vec<Proc>> {
-    let rows = source::processes(p)?;
-    let shifts = source::clock_shifts(&rows);
-    let by_guid: HashMap<&str, &source::ProcessRow> =
-        rows.iter().map(|r| (r.guid.as_str(), r)).collect();
+    let run = p.run()?;
+    let (rows, shifts) = (&run.processes, &run.shifts);
+    let by_guid: HashMap<&str, &ProcessRow> = rows.iter().map(|r| (r.guid.as_str(), r)).collect();
     let settings = mpi_settings(p)?;
     let mut out = Vec::new();
     for (k, (ts, guid)) in p.table_sets().into_iter().enumerate() {
         // Each process is read from its file on a connection of its own.
         let file = p.set_file(k).to_path_buf();
         let row = by_guid.get(guid.as_str()).map_or_else(
-            || source::ProcessRow {
+            || ProcessRow {
                 guid: guid.clone(),
                 ..Default::default()
             },
@@ -2405,11 +2405,11 @@ mod tests {
     #[test]
     fn the_clock_shifts_timestamps() {
         let c = ProcessClock {
-            shift: source::Shift::constant(-5),
+            shift: Shift::constant(-5),
         };
         assert_eq!(c.align(100), 95);
         let c = ProcessClock {
-            shift: source::Shift::constant(1),
+            shift: Shift::constant(1),
         };
         assert_eq!(c.align(i64::MAX), i64::MAX);
     }

@@ -19,10 +19,10 @@ use std::sync::Arc;
 
 use flate2::write::GzEncoder;
 use prost::Message;
+use strobe_db::visit::{ModuleRow, Order, ProcessSamples, ProfileSink, Run, Stream};
 use strobe_db::Profile;
 
 use crate::error::{ExportError, Result};
-use crate::source;
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct PprofProfile {
@@ -172,19 +172,163 @@ pub struct PprofStats {
 
 pub use strobe_db::summary::sampling_period_ns;
 
+/// The pprof encoder as a sink of the profile: modules first, then the
+/// samples counted per stack, one process at a time (its stacks resolved
+/// by the reader).
+struct Pprof {
+    prof: PprofProfile,
+    s: Strings,
+    k_pid: i64,
+    k_tid: i64,
+    /// (guid, path) → module.
+    modules: HashMap<(String, Arc<str>), ModuleRow>,
+    mappings: HashMap<(String, Arc<str>), u64>,
+    functions: HashMap<String, u64>,
+    locations: HashMap<crate::FrameKey, u64>,
+    st: PprofStats,
+}
+
+impl ProfileSink for Pprof {
+    type Error = ExportError;
+
+    fn order(&self) -> Order {
+        Order::Sequence(&[Stream::SampleCounts])
+    }
+
+    fn resolve_counted_stacks(&self) -> bool {
+        true
+    }
+
+    fn begin(&mut self, run: &Run) -> Result<()> {
+        for m in &run.modules {
+            self.modules
+                .insert((m.guid.clone(), m.path.clone()), m.clone());
+        }
+        Ok(())
+    }
+
+    fn sample_counts(&mut self, ps: ProcessSamples) -> Result<()> {
+        for g in ps.groups {
+            let (pid, tid, stack) = (g.pid, g.tid, g.stack_id);
+            let guid = g.guid.to_string();
+            let frames = match stack {
+                Some(id) => ps
+                    .stacks
+                    .get(&id)
+                    .cloned()
+                    .unwrap_or_else(|| Arc::from(Vec::new())),
+                None => std::sync::Arc::from(Vec::new()),
+            };
+
+            let mut loc_ids = Vec::with_capacity(frames.len());
+            for f in frames.iter() {
+                let key = (guid.clone(), f.module.clone(), f.rel_pc, f.function.clone());
+                let id = match self.locations.get(&key) {
+                    Some(i) => *i,
+                    None => {
+                        let name = f.display_name();
+                        let fid = match self.functions.get(&name) {
+                            Some(i) => *i,
+                            None => {
+                                let id = self.prof.function.len() as u64 + 1;
+                                let n = self.s.get(&name);
+                                let file = f.file.as_deref().map(|x| self.s.get(x)).unwrap_or(0);
+                                self.prof.function.push(Function {
+                                    id,
+                                    name: n,
+                                    system_name: n,
+                                    filename: file,
+                                });
+                                self.functions.insert(name, id);
+                                id
+                            }
+                        };
+                        let (mapping_id, address) = match &f.module {
+                            Some(m) => {
+                                let mk = (guid.clone(), m.clone());
+                                let mid = match self.mappings.get(&mk) {
+                                    Some(i) => *i,
+                                    None => {
+                                        let id = self.prof.mapping.len() as u64 + 1;
+                                        let info = self.modules.get(&mk);
+                                        let start = info.map(|i| i.load_address).unwrap_or(0);
+                                        self.prof.mapping.push(Mapping {
+                                            id,
+                                            memory_start: start,
+                                            memory_limit: start + info.map(|i| i.size).unwrap_or(0),
+                                            file_offset: 0,
+                                            filename: self.s.get(m),
+                                            build_id: info
+                                                .and_then(|i| i.build_id.as_deref())
+                                                .map(|b| self.s.get(b))
+                                                .unwrap_or(0),
+                                            has_functions: f.function.is_some(),
+                                        });
+                                        self.mappings.insert(mk.clone(), id);
+                                        id
+                                    }
+                                };
+                                let base =
+                                    self.modules.get(&mk).map(|i| i.load_address).unwrap_or(0);
+                                (mid, base + f.rel_pc)
+                            }
+                            None => (0, f.rel_pc),
+                        };
+                        let id = self.prof.location.len() as u64 + 1;
+                        self.prof.location.push(Location {
+                            id,
+                            mapping_id,
+                            address,
+                            line: vec![Line {
+                                function_id: fid,
+                                line: f.line.map(|l| l as i64).unwrap_or(0),
+                            }],
+                        });
+                        self.locations.insert(key, id);
+                        id
+                    }
+                };
+                loc_ids.push(id);
+            }
+            self.prof.sample.push(Sample {
+                location_id: loc_ids,
+                value: vec![
+                    i64::try_from(g.samples).unwrap_or(i64::MAX),
+                    i64::try_from(g.cpu_ns).unwrap_or(i64::MAX),
+                    i64::try_from(g.off_cpu_ns).unwrap_or(i64::MAX),
+                ],
+                label: vec![
+                    Label {
+                        key: self.k_pid,
+                        str: 0,
+                        num: pid,
+                    },
+                    Label {
+                        key: self.k_tid,
+                        str: 0,
+                        num: tid,
+                    },
+                ],
+            });
+            self.st.samples += g.samples;
+            self.st.cpu_ns += g.cpu_ns;
+            self.st.off_cpu_samples += g.off_cpu_samples;
+            self.st.off_cpu_ns += g.off_cpu_ns;
+            self.st.entries += 1;
+        }
+        Ok(())
+    }
+}
+
 /// Writes the samples of a profile as a gzip-compressed pprof profile
 /// (default sample type `cpu`; `go tool pprof -sample_index=off_cpu`
 /// shows blocked time). Fails with [`ExportError::Empty`] when there are
 /// no samples.
 pub fn write_pprof<W: Write>(p: &Profile, out: W) -> Result<PprofStats> {
     let period = strobe_db::summary::sampling_period_ns(p);
-    let modules: HashMap<(String, Arc<str>), source::ModuleRow> = source::modules(p)?
-        .into_iter()
-        .map(|m| ((m.guid.clone(), m.path.clone()), m))
-        .collect();
     let bounds = p.run_bounds()?;
     let mut s = Strings::new();
-    let mut prof = PprofProfile {
+    let prof = PprofProfile {
         sample_type: vec![
             ValueType {
                 r#type: s.get("samples"),
@@ -208,124 +352,27 @@ pub fn write_pprof<W: Write>(p: &Profile, out: W) -> Result<PprofStats> {
         ..Default::default()
     };
     let (k_pid, k_tid) = (s.get("pid"), s.get("tid"));
-    let mut mappings: HashMap<(String, Arc<str>), u64> = HashMap::new();
-    let mut functions: HashMap<String, u64> = HashMap::new();
-    let mut locations: HashMap<source::FrameKey, u64> = HashMap::new();
-    let mut st = PprofStats {
-        period_ns: period,
-        ..Default::default()
+    let mut sink = Pprof {
+        prof,
+        s,
+        k_pid,
+        k_tid,
+        modules: HashMap::new(),
+        mappings: HashMap::new(),
+        functions: HashMap::new(),
+        locations: HashMap::new(),
+        st: PprofStats {
+            period_ns: period,
+            ..Default::default()
+        },
     };
-    // One process at a time, its stacks resolved by the reader.
-    strobe_db::scan::for_each_process(p, period, true, &mut |ps| {
-        for g in ps.groups {
-            let (pid, tid, stack) = (g.pid, g.tid, g.stack_id);
-            let guid = g.guid.to_string();
-            let frames = match stack {
-                Some(id) => ps
-                    .stacks
-                    .get(&id)
-                    .cloned()
-                    .unwrap_or_else(|| Arc::from(Vec::new())),
-                None => std::sync::Arc::from(Vec::new()),
-            };
-
-            let mut loc_ids = Vec::with_capacity(frames.len());
-            for f in frames.iter() {
-                let key = (guid.clone(), f.module.clone(), f.rel_pc, f.function.clone());
-                let id = match locations.get(&key) {
-                    Some(i) => *i,
-                    None => {
-                        let name = source::frame_name(f);
-                        let fid = match functions.get(&name) {
-                            Some(i) => *i,
-                            None => {
-                                let id = prof.function.len() as u64 + 1;
-                                let n = s.get(&name);
-                                let file = f.file.as_deref().map(|x| s.get(x)).unwrap_or(0);
-                                prof.function.push(Function {
-                                    id,
-                                    name: n,
-                                    system_name: n,
-                                    filename: file,
-                                });
-                                functions.insert(name, id);
-                                id
-                            }
-                        };
-                        let (mapping_id, address) = match &f.module {
-                            Some(m) => {
-                                let mk = (guid.clone(), m.clone());
-                                let mid = match mappings.get(&mk) {
-                                    Some(i) => *i,
-                                    None => {
-                                        let id = prof.mapping.len() as u64 + 1;
-                                        let info = modules.get(&mk);
-                                        let start = info.map(|i| i.load_address).unwrap_or(0);
-                                        prof.mapping.push(Mapping {
-                                            id,
-                                            memory_start: start,
-                                            memory_limit: start + info.map(|i| i.size).unwrap_or(0),
-                                            file_offset: 0,
-                                            filename: s.get(m),
-                                            build_id: info
-                                                .and_then(|i| i.build_id.as_deref())
-                                                .map(|b| s.get(b))
-                                                .unwrap_or(0),
-                                            has_functions: f.function.is_some(),
-                                        });
-                                        mappings.insert(mk.clone(), id);
-                                        id
-                                    }
-                                };
-                                let base = modules.get(&mk).map(|i| i.load_address).unwrap_or(0);
-                                (mid, base + f.rel_pc)
-                            }
-                            None => (0, f.rel_pc),
-                        };
-                        let id = prof.location.len() as u64 + 1;
-                        prof.location.push(Location {
-                            id,
-                            mapping_id,
-                            address,
-                            line: vec![Line {
-                                function_id: fid,
-                                line: f.line.map(|l| l as i64).unwrap_or(0),
-                            }],
-                        });
-                        locations.insert(key, id);
-                        id
-                    }
-                };
-                loc_ids.push(id);
-            }
-            prof.sample.push(Sample {
-                location_id: loc_ids,
-                value: vec![
-                    i64::try_from(g.samples).unwrap_or(i64::MAX),
-                    i64::try_from(g.cpu_ns).unwrap_or(i64::MAX),
-                    i64::try_from(g.off_cpu_ns).unwrap_or(i64::MAX),
-                ],
-                label: vec![
-                    Label {
-                        key: k_pid,
-                        str: 0,
-                        num: pid,
-                    },
-                    Label {
-                        key: k_tid,
-                        str: 0,
-                        num: tid,
-                    },
-                ],
-            });
-            st.samples += g.samples;
-            st.cpu_ns += g.cpu_ns;
-            st.off_cpu_samples += g.off_cpu_samples;
-            st.off_cpu_ns += g.off_cpu_ns;
-            st.entries += 1;
-        }
-        Ok(())
-    })?;
+    p.visit(&mut sink)?;
+    let Pprof {
+        mut prof,
+        mut s,
+        st,
+        ..
+    } = sink;
     if st.samples + st.off_cpu_samples == 0 {
         return Err(ExportError::Empty {
             what: "pprof".into(),

@@ -425,7 +425,7 @@ fn off_cpu_samples_are_slices_over_the_blocked_time() {
 fn off_cpu_sample_without_a_stack_is_still_a_slice() {
     use strobe_export::perfetto::PerfettoWriter;
     let mut w = PerfettoWriter::new(Vec::new(), HashMap::new(), Vec::new(), 0).unwrap();
-    w.process(&strobe_export::source::ProcessRow {
+    w.process(&strobe_db::visit::ProcessRow {
         guid: "g".into(),
         pid: 7,
         ppid: 1,

@@ -8,8 +8,10 @@ mod fixture;
 use std::collections::HashMap;
 
 use strobe_db::scan::sample_groups as groups;
-use strobe_db::{ProcessInfo, Profile, SampleKind, SampleMeta, StackFrame, ThreadInfo, Writer};
-use strobe_export::samples::samples;
+use strobe_db::visit::{Order, ProfileSink, SampleEvent, Stacks, Stream};
+use strobe_db::{
+    DbError, ProcessInfo, Profile, SampleKind, SampleMeta, StackFrame, ThreadInfo, Writer,
+};
 
 type Key = (String, i64, i64, i64, Option<i64>, String, u64);
 
@@ -35,20 +37,25 @@ fn from_view(p: &Profile) -> Vec<Key> {
     v
 }
 
-/// The stream's samples: checks the order, returns sortable keys.
+/// The visit's samples: checks the order, returns sortable keys.
 fn from_stream(p: &Profile) -> Vec<Key> {
-    let mut last = (i64::MIN, i64::MIN);
-    let mut v: Vec<Key> = samples(p)
-        .unwrap()
-        .map(|s| {
-            let s = s.unwrap();
+    struct Collect {
+        keys: Vec<Key>,
+        last: (i64, i64),
+    }
+    impl ProfileSink for Collect {
+        type Error = DbError;
+        fn order(&self) -> Order {
+            Order::Sequence(&[Stream::Samples])
+        }
+        fn sample(&mut self, s: &SampleEvent<'_>, _: &mut Stacks<'_>) -> Result<(), DbError> {
             assert!(
-                (s.timestamp, s.tid) >= last,
+                (s.timestamp, s.tid) >= self.last,
                 "out of order at {}",
                 s.timestamp
             );
-            last = (s.timestamp, s.tid);
-            (
+            self.last = (s.timestamp, s.tid);
+            self.keys.push((
                 s.guid.to_string(),
                 s.pid,
                 s.tid,
@@ -56,11 +63,17 @@ fn from_stream(p: &Profile) -> Vec<Key> {
                 s.stack_id,
                 s.kind.category().to_string(),
                 s.weight_ns,
-            )
-        })
-        .collect();
-    v.sort();
-    v
+            ));
+            Ok(())
+        }
+    }
+    let mut c = Collect {
+        keys: Vec::new(),
+        last: (i64::MIN, i64::MIN),
+    };
+    p.visit(&mut c).unwrap();
+    c.keys.sort();
+    c.keys
 }
 
 #[test]

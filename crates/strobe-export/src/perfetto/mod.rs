@@ -25,13 +25,14 @@ use std::io::Write;
 use std::sync::Arc;
 
 use prost::Message;
-use strobe_db::scan::ScannedSample;
-use strobe_db::{CounterRow, Profile, SampleRow, ThreadRecord};
+use strobe_db::visit::{
+    CounterRow, ModuleRow, Order, ProcessRow, ProfileSink, RegionRow, Run, SampleEvent, Shift,
+    Stacks, ThreadRecord,
+};
+use strobe_db::{Profile, SampleRow};
 
-use crate::error::Result;
+use crate::error::{ExportError, Result};
 use crate::fasthash::{Fast, FastMap};
-use crate::samples::SampleEvent;
-use crate::source::{self, ModuleRow, ProcessRow, RegionRow};
 use proto::*;
 
 /// The packet sequence all data is written on.
@@ -113,48 +114,8 @@ struct ThreadState {
     tid: i64,
     /// The process's index in [`PerfettoWriter::procs`].
     proc: usize,
-    shift: source::Shift,
+    shift: Shift,
     lanes: Vec<Lane>,
-}
-
-/// A sample as the writer reads it: a [`SampleEvent`]'s fields, the guid
-/// borrowed (from the event, or from the sample stream for its rows).
-#[derive(Clone, Copy)]
-struct SampleIn<'a> {
-    guid: &'a Arc<str>,
-    pid: i64,
-    tid: i64,
-    timestamp: i64,
-    stack_id: Option<i64>,
-    kind: strobe_db::SampleKind,
-    weight_ns: u64,
-}
-
-impl<'a> SampleIn<'a> {
-    fn of(e: &'a SampleEvent) -> Self {
-        SampleIn {
-            guid: &e.guid,
-            pid: e.pid,
-            tid: e.tid,
-            timestamp: e.timestamp,
-            stack_id: e.stack_id,
-            kind: e.kind,
-            weight_ns: e.weight_ns,
-        }
-    }
-
-    /// A row of the sample stream of process `guid`.
-    fn row(guid: &'a Arc<str>, r: &ScannedSample) -> Self {
-        SampleIn {
-            guid,
-            pid: r.pid,
-            tid: r.tid,
-            timestamp: r.timestamp,
-            stack_id: (r.stack_id >= 0).then_some(r.stack_id),
-            kind: r.kind,
-            weight_ns: r.weight_ns,
-        }
-    }
 }
 
 /// Slots of the cache of recently used threads (by tid).
@@ -216,7 +177,7 @@ pub struct PerfettoWriter<W: Write> {
     buf: Vec<u8>,
     inter_buf: Vec<u8>,
     stats: PerfettoStats,
-    shifts: HashMap<String, source::Shift>,
+    shifts: HashMap<String, Shift>,
     modules: HashMap<(String, Arc<str>), ModuleRow>,
     described: HashSet<u64, Fast>,
     thread_index: FastMap<(Arc<str>, i64), usize>,
@@ -247,7 +208,7 @@ pub struct PerfettoWriter<W: Write> {
     paths: FastMap<Arc<str>, u64>,
     build_ids: FastMap<String, u64>,
     mappings: FastMap<(String, Arc<str>), u64>,
-    frames: FastMap<source::FrameKey, u64>,
+    frames: FastMap<crate::FrameKey, u64>,
     /// Call stack iids by (process index, call site id).
     callstacks: FastMap<(usize, i64), u64>,
     /// Off-CPU slice names per (process index, call stack), cleared with
@@ -306,7 +267,7 @@ impl<W: Write> PerfettoWriter<W> {
     /// mapping ranges and build ids.
     pub fn new(
         out: W,
-        shifts: HashMap<String, source::Shift>,
+        shifts: HashMap<String, Shift>,
         modules: Vec<ModuleRow>,
         clock_base: u64,
     ) -> Result<Self> {
@@ -442,7 +403,7 @@ impl<W: Write> PerfettoWriter<W> {
         i
     }
 
-    fn shift(&self, guid: &str) -> source::Shift {
+    fn shift(&self, guid: &str) -> Shift {
         self.shifts.get(guid).copied().unwrap_or_default()
     }
 
@@ -880,13 +841,14 @@ impl<W: Write> PerfettoWriter<W> {
     /// slice named `off-CPU: <innermost function>` on its thread's track,
     /// from its timestamp to timestamp + weight (the blocked time).
     pub fn sample(&mut self, s: &SampleRow) -> Result<()> {
+        let guid: Arc<str> = Arc::from(s.guid.as_str());
         let e = SampleEvent {
-            guid: Arc::from(s.guid.as_str()),
+            guid: &guid,
             pid: s.pid,
             tid: s.tid,
             timestamp: s.timestamp,
             stack_id: s.stack_id,
-            kind: crate::samples::kind_of(&s.kind).unwrap_or(strobe_db::SampleKind::Cpu),
+            kind: strobe_db::scan::kind_of(&s.kind).unwrap_or(strobe_db::SampleKind::Cpu),
             weight_ns: s.weight_ns,
         };
         self.sample_with(&e, &mut |_, _| Ok(s.frames.clone()))
@@ -898,17 +860,17 @@ impl<W: Write> PerfettoWriter<W> {
     /// `frames` are ignored.
     pub fn sample_with(
         &mut self,
-        s: &SampleEvent,
+        s: &SampleEvent<'_>,
         resolve: &mut dyn FnMut(&str, i64) -> Result<Vec<strobe_db::ResolvedFrame>>,
     ) -> Result<()> {
-        self.sample_in(SampleIn::of(s), resolve)
+        self.sample_in(*s, resolve)
     }
 
     /// [`PerfettoWriter::sample_with`] of a borrowed sample.
     #[inline]
     fn sample_in(
         &mut self,
-        s: SampleIn<'_>,
+        s: SampleEvent<'_>,
         resolve: &mut dyn FnMut(&str, i64) -> Result<Vec<strobe_db::ResolvedFrame>>,
     ) -> Result<()> {
         self.close_until(s.timestamp)?;
@@ -935,7 +897,7 @@ impl<W: Write> PerfettoWriter<W> {
     #[inline(never)]
     fn new_callstack_sample(
         &mut self,
-        s: &SampleIn<'_>,
+        s: &SampleEvent<'_>,
         ts: u64,
         proc: usize,
         id: i64,
@@ -975,7 +937,7 @@ impl<W: Write> PerfettoWriter<W> {
     #[inline(never)]
     fn off_cpu(
         &mut self,
-        s: &SampleIn<'_>,
+        s: &SampleEvent<'_>,
         resolve: &mut dyn FnMut(&str, i64) -> Result<Vec<strobe_db::ResolvedFrame>>,
     ) -> Result<()> {
         let th = self.thread_track(s.guid, s.pid, s.tid, None)?;
@@ -1163,57 +1125,74 @@ fn hex_bytes(s: &str) -> Vec<u8> {
 
 /// Converts a whole profile (all processes of all inputs, window applied)
 /// to one Perfetto trace on `out`, streaming: regions, samples and counters
-/// are merged in time order from three ordered queries.
+/// merged in time order (see [`Order::Merged`]).
 pub fn write_perfetto<W: Write>(p: &Profile, out: W) -> Result<PerfettoStats> {
-    let procs = source::processes(p)?;
-    let shifts = source::clock_shifts(&procs);
-    let base = procs
-        .iter()
-        .filter_map(|q| q.start)
-        .min()
-        .unwrap_or(0)
-        .max(0) as u64;
-    let mut w = PerfettoWriter::new(out, shifts, source::modules(p)?, base)?;
-    for pr in &procs {
-        w.process(pr)?;
+    let mut sink = Sink {
+        out: Some(out),
+        w: None,
+    };
+    p.visit(&mut sink)?;
+    match sink.w {
+        Some(w) => Ok(w.finish()?.0),
+        None => Err(ExportError::Usage(
+            "the Perfetto writer was not started".into(),
+        )),
     }
-    for t in p.threads()? {
-        w.thread(&t?)?;
+}
+
+/// [`PerfettoWriter`] as a sink of the profile, started on the [`Run`]
+/// (the clock base, shifts and modules it needs).
+struct Sink<W: Write> {
+    out: Option<W>,
+    w: Option<PerfettoWriter<W>>,
+}
+
+impl<W: Write> Sink<W> {
+    fn writer(&mut self) -> Result<&mut PerfettoWriter<W>> {
+        self.w
+            .as_mut()
+            .ok_or_else(|| ExportError::Usage("the Perfetto writer was not started".into()))
     }
-    let mut regions = source::regions(p)?;
-    let mut samples = crate::samples::samples(p)?;
-    let mut counters = source::counters(p)?;
-    let mut region = regions.next().transpose()?;
-    let mut sample = samples.next_row().transpose()?;
-    let mut counter = counters.next().transpose()?;
-    let mut resolve = |g: &str, id: i64| Ok(p.resolve_stack(g, id)?);
-    // Merged by time; on a tie regions go first, then samples, then
-    // counters.
-    loop {
-        let tr = region.as_ref().map(|r| r.start);
-        let tc = counter.as_ref().map(|c| c.timestamp);
-        let sample_first = |t: i64| tr.is_none_or(|tr| t < tr) && tc.is_none_or(|tc| t <= tc);
-        if sample
-            .as_ref()
-            .is_some_and(|(_, s)| sample_first(s.timestamp))
-        {
-            // The hot path: the samples before the next region or counter,
-            // one after the other.
-            while let Some((k, r)) = sample.take_if(|(_, r)| sample_first(r.timestamp)) {
-                w.sample_in(SampleIn::row(samples.guid(k), &r), &mut resolve)?;
-                sample = samples.next_row().transpose()?;
-            }
-        } else if let Some(r) = region.take_if(|r| tc.is_none_or(|tc| r.start <= tc)) {
-            w.region(&r)?;
-            region = regions.next().transpose()?;
-        } else if let Some(c) = counter.take() {
-            w.counter(&c)?;
-            counter = counters.next().transpose()?;
-        } else {
-            break;
+}
+
+impl<W: Write> ProfileSink for Sink<W> {
+    type Error = ExportError;
+
+    fn order(&self) -> Order {
+        Order::Merged
+    }
+
+    fn begin(&mut self, run: &Run) -> Result<()> {
+        let Some(out) = self.out.take() else {
+            return Err(ExportError::Usage(
+                "a Perfetto sink visits one profile".into(),
+            ));
+        };
+        let base = run.first_start().max(0) as u64;
+        let mut w = PerfettoWriter::new(out, run.shifts.clone(), run.modules.clone(), base)?;
+        for pr in &run.processes {
+            w.process(pr)?;
         }
+        self.w = Some(w);
+        Ok(())
     }
-    Ok(w.finish()?.0)
+
+    fn thread(&mut self, t: &ThreadRecord) -> Result<()> {
+        self.writer()?.thread(t)
+    }
+
+    fn region(&mut self, r: &RegionRow) -> Result<()> {
+        self.writer()?.region(r)
+    }
+
+    fn sample(&mut self, s: &SampleEvent<'_>, stacks: &mut Stacks<'_>) -> Result<()> {
+        self.writer()?
+            .sample_in(*s, &mut |g, id| Ok(stacks.resolve(g, id)?))
+    }
+
+    fn counter(&mut self, c: &CounterRow) -> Result<()> {
+        self.writer()?.counter(c)
+    }
 }
 
 #[cfg(test)]

@@ -1,26 +1,25 @@
-//! The call-stack samples as the exporters read them: one time-ordered
-//! stream of narrow rows, and a bounded cache of resolved stacks.
+//! The sample stream of a visit: one time-ordered stream of narrow rows,
+//! and a bounded cache of resolved stacks.
 //!
-//! Owns [`samples`] (every process's samples in time order, window
+//! Owns [`Samples`] (every process's samples in time order, window
 //! applied, kinds decided: a sample without a kind, from a database
-//! written before kinds existed, is of the profile's time kind) and
-//! [`StackCache`]. Rows carry ids, never resolved frames: a consumer
-//! resolves a stack the first time it meets it. It never writes to an
-//! input and never formats output.
+//! written before kinds existed, is of the profile's time kind),
+//! [`SampleEvent`] and [`Stacks`]. Rows carry ids, never resolved frames:
+//! a sink resolves a stack the first time it meets it. It never writes to
+//! an input and never formats output.
 
 use std::sync::Arc;
 
-use strobe_db::{Profile, ResolvedFrame, SampleKind};
-
-use crate::error::Result;
-pub use strobe_db::scan::kind_of;
-use strobe_db::scan::{open_attached, qerr, scan_sql, Mapper, ScannedSample as Raw, Window, PAGE};
+use crate::reader::{Profile, ResolvedFrame};
+use crate::scan::{open_attached, qerr, scan_sql, Mapper, ScannedSample as Raw, Window, PAGE};
+use crate::writer::SampleKind;
+use crate::Result;
 
 /// One call-stack sample.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SampleEvent {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleEvent<'a> {
     /// Process guid.
-    pub guid: Arc<str>,
+    pub guid: &'a Arc<str>,
     /// OS pid.
     pub pid: i64,
     /// OS tid.
@@ -33,6 +32,21 @@ pub struct SampleEvent {
     pub kind: SampleKind,
     /// The time it stands for (ns); 0 when the database holds no weight.
     pub weight_ns: u64,
+}
+
+impl<'a> SampleEvent<'a> {
+    /// The sample of a stream's row.
+    pub(super) fn of(guid: &'a Arc<str>, r: &Raw) -> SampleEvent<'a> {
+        SampleEvent {
+            guid,
+            pid: r.pid,
+            tid: r.tid,
+            timestamp: r.timestamp,
+            stack_id: (r.stack_id >= 0).then_some(r.stack_id),
+            kind: r.kind,
+            weight_ns: r.weight_ns,
+        }
+    }
 }
 
 fn kind_code(k: SampleKind) -> i64 {
@@ -49,7 +63,7 @@ fn kind_from_code(c: i64) -> SampleKind {
 
 /// Spilled as four words: time; pid and tid (32 bits each, as Linux
 /// ids); kind (top 4 bits) and stack id + 1 (0: none); weight.
-impl crate::runsort::Record for Raw {
+impl super::runsort::Record for Raw {
     type Key = (i64, i64);
     const WORDS: usize = 4;
     fn key(&self) -> (i64, i64) {
@@ -79,7 +93,7 @@ impl crate::runsort::Record for Raw {
     }
 }
 
-type DbResult<T> = strobe_db::Result<T>;
+type DbResult<T> = crate::Result<T>;
 type Batch = DbResult<Vec<Raw>>;
 
 /// Rows per batch a reader thread sends.
@@ -103,11 +117,11 @@ fn reader_thread(
         let conn = open_attached(&file, &sc)?;
         let mut mapper = Mapper::new(&conn, &sc, &sf, time_kind)?;
         let sql = scan_sql(&sc, &sf, window, rows, false);
-        let io = |e: std::io::Error| strobe_db::DbError::Io {
+        let io = |e: std::io::Error| crate::DbError::Io {
             path: std::env::temp_dir(),
             error: e,
         };
-        let mut sorter = crate::runsort::RunSorter::<Raw>::new();
+        let mut sorter = super::runsort::RunSorter::<Raw>::new();
         {
             let mut st = conn.prepare(&sql).map_err(qerr(&sql))?;
             let mut q = st.query([]).map_err(qerr(&sql))?;
@@ -147,7 +161,7 @@ enum Feed<'p> {
     },
     /// An ordered query on the profile's connection (many processes).
     Local {
-        conn: &'p strobe_db::rusqlite::Connection,
+        conn: &'p rusqlite::Connection,
         sql: String,
         mapper: Box<Mapper>,
         /// Rows read so far (the query restarts after them in pages).
@@ -204,7 +218,7 @@ impl Feed<'_> {
 /// rows after `after` (timestamp, rowid). Paging keeps no statement
 /// running between calls.
 fn local_page(
-    conn: &strobe_db::rusqlite::Connection,
+    conn: &rusqlite::Connection,
     sql: &str,
     mapper: &mut Mapper,
     after: &mut Option<(i64, i64)>,
@@ -223,7 +237,7 @@ fn local_page(
 }
 
 /// Every process's samples in time order (then thread id).
-pub struct Samples<'p> {
+pub(super) struct Samples<'p> {
     guids: Vec<Arc<str>>,
     feeds: Vec<Feed<'p>>,
     /// The next row of every feed but the one of `first`.
@@ -251,9 +265,9 @@ impl Samples<'_> {
         let (guid, file, names) = self.sets[k].clone();
         let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_IN_FLIGHT);
         let (time_kind, window) = (self.time_kind, self.window);
-        std::thread::Builder::new()
-            .name("strobe-export-samples".into())
-            .spawn(move || reader_thread(file, names, time_kind, window, rows, tx))?;
+        super::spawn_reader("strobe-samples", move || {
+            reader_thread(file, names, time_kind, window, rows, tx)
+        })?;
         self.guids.push(guid);
         self.feeds.push(Feed::Thread {
             rx,
@@ -272,7 +286,7 @@ impl Samples<'_> {
                         .push(std::cmp::Reverse(((r.timestamp, r.tid, f), Head(r))));
                     return Ok(());
                 }
-                Some(Err(e)) => return Err(e.into()),
+                Some(Err(e)) => return Err(e),
                 None => self.feeds[f] = Feed::Done, // no sample in the window: the next one
             }
         }
@@ -307,7 +321,7 @@ impl Samples<'_> {
     /// The next sample as (its stream's index, the row): what
     /// [`Iterator::next`] returns, without the guid (see
     /// [`Samples::guid`]) and with the stack id -1 when there is none.
-    pub(crate) fn next_row(&mut self) -> Option<Result<(usize, Raw)>> {
+    pub(super) fn next_row(&mut self) -> Option<Result<(usize, Raw)>> {
         if !self.started {
             self.started = true;
             let mut finished = 0;
@@ -316,7 +330,7 @@ impl Samples<'_> {
                     Some(Ok(r)) => self
                         .heads
                         .push(std::cmp::Reverse(((r.timestamp, r.tid, k), Head(r)))),
-                    Some(Err(e)) => return Some(Err(e.into())),
+                    Some(Err(e)) => return Some(Err(e)),
                     None => {
                         self.feeds[k] = Feed::Done;
                         finished += 1;
@@ -343,7 +357,7 @@ impl Samples<'_> {
                     _ => e,
                 });
             }
-            Some(Err(e)) => return Some(Err(e.into())),
+            Some(Err(e)) => return Some(Err(e)),
             None => {
                 self.feeds[k] = Feed::Done;
                 if let Err(e) = self.start_next() {
@@ -355,27 +369,8 @@ impl Samples<'_> {
     }
 
     /// The process guid of the rows of stream `k`.
-    pub(crate) fn guid(&self, k: usize) -> &Arc<str> {
+    pub(super) fn guid(&self, k: usize) -> &Arc<str> {
         &self.guids[k]
-    }
-}
-
-impl Iterator for Samples<'_> {
-    type Item = Result<SampleEvent>;
-    fn next(&mut self) -> Option<Result<SampleEvent>> {
-        let (k, r) = match self.next_row()? {
-            Ok(v) => v,
-            Err(e) => return Some(Err(e)),
-        };
-        Some(Ok(SampleEvent {
-            guid: self.guids[k].clone(),
-            pid: r.pid,
-            tid: r.tid,
-            timestamp: r.timestamp,
-            stack_id: (r.stack_id >= 0).then_some(r.stack_id),
-            kind: r.kind,
-            weight_ns: r.weight_ns,
-        }))
     }
 }
 
@@ -385,8 +380,8 @@ impl Iterator for Samples<'_> {
 /// memory (a single large process by two threads, each half of its rows),
 /// the streams merged here; beyond [`MAX_READER_THREADS`] processes, each
 /// is read through its timestamp index on the profile's connection.
-pub fn samples(p: &Profile) -> Result<Samples<'_>> {
-    let time_kind = strobe_db::summary::time_kind(p)?;
+pub(super) fn samples(p: &Profile) -> Result<Samples<'_>> {
+    let time_kind = crate::summary::time_kind(p)?;
     let conn = p.connection();
     let window = p.window();
     let sets = p.table_sets();
@@ -424,8 +419,7 @@ pub fn samples(p: &Profile) -> Result<Samples<'_>> {
                 out.pending.push_back(k);
             }
         } else if threaded {
-            let ranges = match strobe_db::scan::split_point(conn, sc, &format!("rocpd_sample{sf}"))?
-            {
+            let ranges = match crate::scan::split_point(conn, sc, &format!("rocpd_sample{sf}"))? {
                 Some(mid) if sets.len() == 1 => vec![(None, Some(mid)), (Some(mid), None)],
                 _ => vec![(None, None)],
             };
@@ -447,27 +441,41 @@ pub fn samples(p: &Profile) -> Result<Samples<'_>> {
     Ok(out)
 }
 
-/// Most stacks a [`StackCache`] holds before it starts over.
+/// Most stacks [`Stacks`] holds before it starts over.
 const STACK_CACHE: usize = 65_536;
 
-/// Resolved call stacks by (process guid, call site id), leaf first,
-/// bounded: when full it is cleared and refilled as stacks come back.
-#[derive(Default)]
-pub struct StackCache {
+/// The call stacks of a visit's samples, resolved when first asked for:
+/// by (process guid, call site id), leaf first, bounded (when full it is
+/// cleared and refilled as stacks come back).
+pub struct Stacks<'p> {
+    p: &'p Profile,
     stacks: std::collections::HashMap<(Arc<str>, i64), Arc<[ResolvedFrame]>>,
 }
 
-impl StackCache {
+impl<'p> Stacks<'p> {
+    pub(super) fn new(p: &'p Profile) -> Stacks<'p> {
+        Stacks {
+            p,
+            stacks: Default::default(),
+        }
+    }
+
     /// The frames (leaf first) of call site `id` of process `guid`.
-    pub fn get(&mut self, p: &Profile, guid: &Arc<str>, id: i64) -> Result<Arc<[ResolvedFrame]>> {
+    pub fn get(&mut self, guid: &Arc<str>, id: i64) -> Result<Arc<[ResolvedFrame]>> {
         if let Some(s) = self.stacks.get(&(guid.clone(), id)) {
             return Ok(s.clone());
         }
         if self.stacks.len() >= STACK_CACHE {
             self.stacks.clear();
         }
-        let frames: Arc<[ResolvedFrame]> = p.resolve_stack(guid, id)?.into();
+        let frames: Arc<[ResolvedFrame]> = self.p.resolve_stack(guid, id)?.into();
         self.stacks.insert((guid.clone(), id), frames.clone());
         Ok(frames)
+    }
+
+    /// The frames of call site `id` of process `guid`, resolved again
+    /// without the cache (for sinks that keep their own).
+    pub fn resolve(&self, guid: &str, id: i64) -> Result<Vec<ResolvedFrame>> {
+        self.p.resolve_stack(guid, id)
     }
 }
