@@ -89,18 +89,13 @@ fn formats(a: &ConvertArgs) -> anyhow::Result<Vec<Format>> {
 
 /// Resolves `--start-marker`/`--end-marker` to bounds after the run start.
 fn marker_bound(p: &Profile, name: &str, first: bool) -> anyhow::Result<TimeBound> {
-    let sql = if first {
-        "SELECT MIN(start) FROM regions WHERE name = ?1"
-    } else {
-        "SELECT MAX(\"end\") FROM regions WHERE name = ?1"
-    };
-    let t: Option<i64> = p
-        .connection()
-        .query_row(sql, [name], |r| r.get(0))
+    let span = p
+        .named_region_span(name)
         .with_context(|| format!("looking up marker '{name}'"))?;
-    let Some(t) = t else {
+    let Some((from, to)) = span else {
         bail!("no region or marker named '{name}' in the profile (list names with `strobe summary --report regions`)");
     };
+    let t = if first { from } else { to };
     let start = p.run_bounds()?.map(|b| b.start).unwrap_or(0);
     Ok(TimeBound::Ns((t - start).max(0)))
 }
@@ -122,15 +117,6 @@ fn apply_window(p: &mut Profile, a: &ConvertArgs) -> anyhow::Result<()> {
         p.set_window(s, e)?;
     }
     Ok(())
-}
-
-/// Whether the view has a row (in the window): the first row ends the
-/// scan, where a count reads them all.
-fn has_rows(p: &Profile, view: &str) -> anyhow::Result<bool> {
-    let sql = format!("SELECT EXISTS (SELECT 1 FROM \"{view}\")");
-    p.connection()
-        .query_row(&sql, [], |r| r.get(0))
-        .with_context(|| format!("reading {view}"))
 }
 
 /// A progress line for a conversion that lasts over a second: the bytes
@@ -302,7 +288,7 @@ pub fn run(mut a: ConvertArgs) -> anyhow::Result<()> {
             .unwrap_or("strobe")
             .to_string()
     });
-    if !has_rows(&p, "regions")? && !has_rows(&p, "samples")? && !has_rows(&p, "strobe_counters")? {
+    if !p.has_events().context("reading the profile")? {
         bail!(
             "{}: no regions, samples or counters{} (was the program profiled with `strobe sample`, or did it exit before writing?)",
             a.inputs.join(" "),

@@ -229,20 +229,9 @@ fn sampler_totals(databases: &[PathBuf]) -> [u64; 4] {
         let Ok(p) = strobe_db::Profile::open(&[db.display().to_string()]) else {
             continue;
         };
-        let recorded: Option<i64> = p
-            .connection()
-            .query_row("SELECT COUNT(*) FROM rocpd_sample", [], |r| r.get(0))
-            .ok();
-        totals[0] += recorded.unwrap_or(0).max(0) as u64;
+        totals[0] += p.stored_samples().unwrap_or(0);
         for (i, name) in names.iter().enumerate() {
-            let value: Option<String> = p
-                .connection()
-                .query_row(
-                    "SELECT value FROM strobe_settings WHERE name = ?1",
-                    [name],
-                    |r| r.get(0),
-                )
-                .ok();
+            let value = p.setting(name).ok().flatten();
             totals[i + 1] += value.and_then(|v| v.parse().ok()).unwrap_or(0);
         }
     }

@@ -711,14 +711,9 @@ fn stored_notes(profile: &strobe_db::Profile, a: &SummaryArgs) -> Vec<String> {
     if a.without_notes || a.report != Report::All {
         return Vec::new();
     }
-    let query = || -> strobe_db::rusqlite::Result<Vec<String>> {
-        let mut statement = profile
-            .connection()
-            .prepare("SELECT DISTINCT value FROM strobe_settings WHERE name = ?1 ORDER BY value")?;
-        let rows = statement.query_map([strobe_collect::XPTI_NOTE], |r| r.get(0))?;
-        rows.collect()
-    };
-    query().unwrap_or_default()
+    profile
+        .setting_values(strobe_collect::XPTI_NOTE)
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ pub mod federation;
 pub mod identity;
 pub mod inputs;
 mod intern;
+mod lookup;
 pub mod merge;
 pub mod mpi;
 pub mod process;

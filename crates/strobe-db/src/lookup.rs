@@ -1,0 +1,66 @@
+//! Small questions about a profile, answered with one query each.
+//!
+//! Owns the lookups the commands ask before or beside a visit: whether
+//! the window holds any event, where regions of a name begin and end, a
+//! setting's stored values, how many samples were stored. It never
+//! streams events (see [`crate::visit`]) and never formats output.
+
+use crate::reader::Profile;
+use crate::scan::qerr;
+use crate::Result;
+
+impl Profile {
+    /// Whether the profile (window applied) holds any region, sample or
+    /// counter value. Each check stops at its first row.
+    pub fn has_events(&self) -> Result<bool> {
+        const SQL: &str = "SELECT EXISTS (SELECT 1 FROM regions) \
+                           OR EXISTS (SELECT 1 FROM samples) \
+                           OR EXISTS (SELECT 1 FROM strobe_counters)";
+        self.connection()
+            .query_row(SQL, [], |r| r.get(0))
+            .map_err(qerr(SQL))
+    }
+
+    /// The first start and the last end of the regions and markers named
+    /// `name`; `None` when the profile has none.
+    pub fn named_region_span(&self, name: &str) -> Result<Option<(i64, i64)>> {
+        const SQL: &str = "SELECT MIN(start), MAX(\"end\") FROM regions WHERE name = ?1";
+        let (first, last): (Option<i64>, Option<i64>) = self
+            .connection()
+            .query_row(SQL, [name], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(qerr(SQL))?;
+        Ok(first.zip(last))
+    }
+
+    /// The distinct values every process stored for setting `name`,
+    /// sorted.
+    pub fn setting_values(&self, name: &str) -> Result<Vec<String>> {
+        const SQL: &str =
+            "SELECT DISTINCT value FROM strobe_settings WHERE name = ?1 ORDER BY value";
+        let mut st = self.connection().prepare(SQL).map_err(qerr(SQL))?;
+        let rows = st
+            .query_map([name], |r| r.get::<_, String>(0))
+            .map_err(qerr(SQL))?;
+        rows.collect::<rusqlite::Result<_>>().map_err(qerr(SQL))
+    }
+
+    /// The first process's value of setting `name`, if stored.
+    pub fn setting(&self, name: &str) -> Result<Option<String>> {
+        const SQL: &str = "SELECT value FROM strobe_settings WHERE name = ?1 LIMIT 1";
+        match self.connection().query_row(SQL, [name], |r| r.get(0)) {
+            Ok(v) => Ok(Some(v)),
+            Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+            Err(e) => Err(qerr(SQL)(e)),
+        }
+    }
+
+    /// Samples stored (every kind, the window ignored).
+    pub fn stored_samples(&self) -> Result<u64> {
+        const SQL: &str = "SELECT COUNT(*) FROM rocpd_sample";
+        let n: i64 = self
+            .connection()
+            .query_row(SQL, [], |r| r.get(0))
+            .map_err(qerr(SQL))?;
+        Ok(n.max(0) as u64)
+    }
+}
