@@ -7,8 +7,9 @@
 //! speedups); with one variant it runs like `strobe sample`, with several it
 //! starts the program once per variant (a fork and an exec with that
 //! variant's environment) and waits for each. All variants write into one
-//! run directory; then the report is printed and `causal.svg` and
-//! `profile.coz` are written beside the databases. The experiments
+//! run directory; then the report is printed (not with `-q`) and
+//! `causal.svg` and `profile.coz` are written beside the databases (also
+//! with `-q`). The experiments
 //! themselves run in the collector (`strobe_collect::causal`) and the
 //! program (the runtime's sampler).
 
@@ -28,7 +29,8 @@ pub struct CausalArgs {
     #[command(subcommand)]
     pub report: Option<CausalCommand>,
 
-    /// Do not print the report after the run.
+    /// Print nothing after the run (no report, no paths; errors still):
+    /// causal.svg and profile.coz are written all the same.
     #[arg(long, short)]
     quiet: bool,
 
@@ -275,9 +277,7 @@ pub fn run(args: &CausalArgs, config: Option<&Path>) -> Result<i32> {
             say!("strobe: wrote {}", db.display());
         }
     }
-    if args.quiet {
-        return Ok(exit_code);
-    }
+    // Quiet prints nothing, and still writes the report's files.
     let report = crate::causal_report::ReportArgs {
         inputs: vec![dir.display().to_string()],
         progress: None,
@@ -286,6 +286,7 @@ pub fn run(args: &CausalArgs, config: Option<&Path>) -> Result<i32> {
         svg: None,
         coz: None,
         no_files: false,
+        quiet: args.quiet,
     };
     if let Err(e) = crate::causal_report::run_to(&report, &mut std::io::stderr().lock()) {
         say!("strobe: error: {e:#}");

@@ -51,6 +51,10 @@ pub struct ReportArgs {
     /// written).
     #[arg(long)]
     pub no_files: bool,
+    /// Print nothing (errors are still returned): `strobe causal -q`
+    /// writes the files without the report.
+    #[arg(skip)]
+    pub quiet: bool,
 }
 
 /// The header of `--csv`; scripts parse it, keep it exactly so.
@@ -103,13 +107,55 @@ pub fn run_to(args: &ReportArgs, out: &mut dyn std::io::Write) -> anyhow::Result
             ..AnalysisOptions::default()
         },
     );
+    if !args.quiet {
+        print_report(args, &data, &analysis, files.len(), out)?;
+    }
+    let dir = output_dir(&inputs, &files);
+    let svg = args
+        .svg
+        .clone()
+        .or_else(|| (!args.no_files).then(|| dir.join("causal.svg")));
+    let coz = args
+        .coz
+        .clone()
+        .or_else(|| (!args.no_files).then(|| dir.join("profile.coz")));
+    if let Some(path) = svg {
+        let text = svg_curves(&analysis.curves[..analysis.curves.len().min(SVG_CURVES)]);
+        write_file(&path, text.as_bytes())?;
+        if !args.quiet {
+            say!("strobe: wrote {}", path.display());
+        }
+    }
+    if let Some(path) = coz {
+        let mut text = Vec::new();
+        causal::write_coz_profile(&data, &mut text)?;
+        write_file(&path, &text)?;
+        if !args.quiet {
+            eprintln!(
+                "strobe: wrote {} (load it in Coz's viewer, https://plasma-umass.org/coz/)",
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The line counting the experiments (stderr), then the ranked table or
+/// the CSV (`out`) of the top curves.
+fn print_report(
+    args: &ReportArgs,
+    data: &causal::CausalData,
+    analysis: &causal::Analysis,
+    databases: usize,
+    out: &mut dyn std::io::Write,
+) -> anyhow::Result<()> {
     eprintln!(
         "strobe: {} causal experiments from {} process{} in {} database{}; {} curve{} ranked{}",
         data.experiment_count(),
         data.processes.len(),
         if data.processes.len() == 1 { "" } else { "es" },
-        files.len(),
-        if files.len() == 1 { "" } else { "s" },
+        databases,
+        if databases == 1 { "" } else { "s" },
         analysis.curves.len(),
         if analysis.curves.len() == 1 { "" } else { "s" },
         if analysis.left_out > 0 {
@@ -133,30 +179,6 @@ pub fn run_to(args: &ReportArgs, out: &mut dyn std::io::Write) -> anyhow::Result
         write_table(shown, out)?;
     }
     out.flush()?;
-
-    let dir = output_dir(&inputs, &files);
-    let svg = args
-        .svg
-        .clone()
-        .or_else(|| (!args.no_files).then(|| dir.join("causal.svg")));
-    let coz = args
-        .coz
-        .clone()
-        .or_else(|| (!args.no_files).then(|| dir.join("profile.coz")));
-    if let Some(path) = svg {
-        let text = svg_curves(&analysis.curves[..analysis.curves.len().min(SVG_CURVES)]);
-        write_file(&path, text.as_bytes())?;
-        say!("strobe: wrote {}", path.display());
-    }
-    if let Some(path) = coz {
-        let mut text = Vec::new();
-        causal::write_coz_profile(&data, &mut text)?;
-        write_file(&path, &text)?;
-        eprintln!(
-            "strobe: wrote {} (load it in Coz's viewer, https://plasma-umass.org/coz/)",
-            path.display()
-        );
-    }
     Ok(())
 }
 

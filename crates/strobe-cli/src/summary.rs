@@ -5,6 +5,8 @@
 //! strobe-db's `summary` module (the MPI tables: `summary_mpi`). Columns
 //! follow Nsight Systems' `stats` layout: Time (%), Total Time (ns),
 //! Instances, Avg, Med, Min, Max, StdDev, Name, sorted by total time.
+//! A table without rows is not printed as a table: one line after the
+//! others says what the run did not record (CSV and JSON keep every table).
 
 use std::io::Write;
 
@@ -212,25 +214,31 @@ fn function_table(
     (cols, body)
 }
 
-fn thread_table(rows: &[ThreadRow], all_columns: bool) -> (Vec<String>, Vec<Vec<Cell>>) {
-    let off_cpu = all_columns || rows.iter().any(|r| r.off_cpu_ns > 0);
+/// `csv`: every column (the off-CPU one even without off-CPU samples) and
+/// region time and lifetime in whole nanoseconds, as scripts have read
+/// them; tables print those two in milliseconds like the sampled time
+/// beside them.
+fn thread_table(rows: &[ThreadRow], csv: bool) -> (Vec<String>, Vec<Vec<Cell>>) {
+    let off_cpu = csv || rows.iter().any(|r| r.off_cpu_ns > 0);
     let mut cols = ["Sampled (%)", "Sampled (ms)", "Samples"]
         .map(String::from)
         .to_vec();
     if off_cpu {
         cols.push("Off-CPU (ms)".into());
     }
-    cols.extend(
-        [
-            "Regions",
-            "Region Time (ns)",
-            "Lifetime (ns)",
-            "PID",
-            "TID",
-            "Name",
-        ]
-        .map(String::from),
-    );
+    let (region_time, lifetime) = if csv {
+        ("Region Time (ns)", "Lifetime (ns)")
+    } else {
+        ("Region Time (ms)", "Lifetime (ms)")
+    };
+    cols.extend(["Regions", region_time, lifetime, "PID", "TID", "Name"].map(String::from));
+    let duration = |ns: i64| {
+        if csv {
+            Cell::Int(ns)
+        } else {
+            ms(ns.max(0) as u64)
+        }
+    };
     let body = rows
         .iter()
         .map(|r| {
@@ -244,8 +252,8 @@ fn thread_table(rows: &[ThreadRow], all_columns: bool) -> (Vec<String>, Vec<Vec<
             }
             c.extend([
                 Cell::Int(r.regions as i64),
-                Cell::Int(r.region_total_ns),
-                r.lifetime_ns.map_or(Cell::Null, Cell::Int),
+                duration(r.region_total_ns),
+                r.lifetime_ns.map_or(Cell::Null, duration),
                 Cell::Int(r.pid),
                 Cell::Int(r.tid),
                 r.name.clone().map_or(Cell::Null, Cell::Text),
@@ -664,18 +672,23 @@ pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             groups,
         ));
     }
-    for (k, (id, title, (cols, body), groups)) in tables.into_iter().enumerate() {
-        if k > 0 {
+    // Tables leave out a table without rows and say so after the others,
+    // once (CSV keeps every block, for scripts).
+    let mut empty = Vec::new();
+    let mut printed = 0;
+    for (id, title, (cols, body), groups) in tables {
+        if body.is_empty() && fmt == Format::Table {
+            empty.push(id);
+            continue;
+        }
+        if printed > 0 {
             writeln!(out)?;
         }
+        printed += 1;
         if fmt == Format::Csv {
             writeln!(out, "# {id}")?;
         } else {
             writeln!(out, "{title}:")?;
-        }
-        if body.is_empty() && fmt == Format::Table {
-            writeln!(out, "  (none)")?;
-            continue;
         }
         let mut t = TableOut::begin(fmt, &mut *out, &cols)?;
         let mut shown: std::collections::HashMap<Option<i64>, usize> = Default::default();
@@ -693,8 +706,15 @@ pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         }
         t.end()?;
     }
-    if a.report == Report::All {
-        crate::summary_mpi::render_if_any(&profile, a, out)?;
+    if a.report == Report::All && crate::summary_mpi::render_if_any(&profile, a, out)? {
+        printed += 1;
+    }
+    let windowed = a.start.is_some() || a.end.is_some();
+    for (k, id) in empty.into_iter().enumerate() {
+        if printed > 0 && k == 0 {
+            writeln!(out)?;
+        }
+        writeln!(out, "{}.", without_rows(id, windowed))?;
     }
     if fmt == Format::Table {
         for note in stored_notes(&profile, a) {
@@ -702,6 +722,23 @@ pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The line a table without rows gets instead of its table (after the
+/// tables that have rows, so a run without regions does not open with an
+/// empty section; `nsys stats` says as much of a report without data).
+/// `windowed`: `--start/--end` restricted the summary.
+fn without_rows(id: &str, windowed: bool) -> String {
+    let within = if windowed { " in this window" } else { "" };
+    match id {
+        "regions" => format!(
+            "No regions recorded{within} (the user API's strobe_push_region, strobe::Region \
+             or strobe.region, --xpti and MPI calls record them)"
+        ),
+        "functions" => format!("No sampled functions: no samples recorded{within}"),
+        "threads" => format!("No threads recorded{within}"),
+        other => format!("No {} recorded{within}", other.replace('_', " ")),
+    }
 }
 
 /// The notes a run stored for the summary to repeat (each once, however

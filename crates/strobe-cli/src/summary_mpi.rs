@@ -64,14 +64,15 @@ pub fn render(p: &Profile, a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Resu
 }
 
 /// `--report all`: the MPI section after the other tables (a blank line
-/// first), only when the run made MPI calls.
-pub fn render_if_any(p: &Profile, a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+/// first), only when the run made MPI calls; whether it printed one.
+pub fn render_if_any(p: &Profile, a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<bool> {
     if !has_mpi_calls(p)? {
-        return Ok(());
+        return Ok(false);
     }
     let s = mpi_summary(p)?;
     writeln!(out)?;
-    tables(&s, a, out)
+    tables(&s, a, out)?;
+    Ok(true)
 }
 
 /// `--report all --format json`: the `mpi` member, only when the run made

@@ -156,6 +156,23 @@ fn serial_hot_function_is_ranked_first() {
 }
 
 #[test]
+fn quiet_prints_nothing_and_writes_the_files() {
+    let _turn = one_at_a_time();
+    let exe = build("causal_serial");
+    let extra = ["-q", "--causal-speedups", "0,25,50"];
+    let (dir, run) = causal_run(&exe, &["3000"], &extra, 1);
+    let stderr = text(&run.stderr);
+    for printed in ["causal experiments", "wrote", "hot", "Impact"] {
+        assert!(!stderr.contains(printed), "-q printed {printed}: {stderr}");
+    }
+    let coz = std::fs::read_to_string(dir.join("profile.coz")).expect("profile.coz written");
+    assert!(coz.lines().any(|l| l.starts_with("experiment\t")), "{coz}");
+    assert!(std::fs::read_to_string(dir.join("causal.svg"))
+        .expect("causal.svg written")
+        .contains("<svg"));
+}
+
+#[test]
 fn threads_longer_side_is_ranked_first() {
     let _turn = one_at_a_time();
     let exe = build("causal_threads");

@@ -135,6 +135,12 @@ fn thread_cpu_ns(pid: i32, tid: i32) -> u64 {
         .unwrap_or(0)
 }
 
+/// The kernel's name of thread `tid` of process `pid`, while it runs.
+fn thread_comm(pid: i32, tid: i32) -> Option<String> {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).ok()?;
+    Some(comm.trim_end_matches('\n').to_string()).filter(|c| !c.is_empty())
+}
+
 /// One recorded process image.
 pub struct Process {
     pub pid: i32,
@@ -154,7 +160,9 @@ pub struct Process {
     /// A dispatcher announced a stream but the runtime could not find it:
     /// the stream and why.
     xpti_missing: Option<(String, String)>,
-    thread_starts: HashMap<i32, u64>,
+    /// Threads that started before the database was created: start and
+    /// kernel name, by tid.
+    thread_starts: HashMap<i32, (u64, String)>,
     notes: Vec<String>,
     /// Damaged rings: (thread, event ring?) → times found damaged.
     corrupt: BTreeMap<(i32, bool), u64>,
@@ -319,8 +327,8 @@ impl Process {
                         p.use_counters(&options.counters, &options.metrics);
                     }
                     p.use_time_filter(options.time_filter_ns);
-                    for (tid, at) in &self.thread_starts {
-                        let r = p.thread(*tid, Some(*at)).map(|_| ());
+                    for (tid, (at, name)) in std::mem::take(&mut self.thread_starts) {
+                        let r = p.thread_seen(tid, Some(at), &name);
                         p.note(r);
                     }
                     self.profile = Some(p);
@@ -427,7 +435,7 @@ impl Process {
         options: &Options,
     ) {
         self.totals[0] += 1;
-        self.sampled.insert(sample.tid);
+        let first = self.sampled.insert(sample.tid);
         if !sample.complete {
             self.totals[4] += 1;
         }
@@ -446,9 +454,18 @@ impl Process {
             sample.cpu_time_ns = *cpu;
         }
         sample.peak_rss_kb = self.kernel_peak_rss();
+        // No runtime names the threads of a process only the kernel
+        // samples: their names are read while they run.
+        let name = (first && self.segment.is_none())
+            .then(|| thread_comm(self.pid, sample.tid))
+            .flatten();
         if let Some(profile) = self.profile(options) {
             let r = profile.sample(&sample, kind, weight_ns, modules);
             profile.note(r);
+            if let Some(name) = name {
+                let r = profile.thread_seen(sample.tid, None, &name);
+                profile.note(r);
+            }
         }
     }
 
@@ -501,10 +518,15 @@ impl Process {
         let text = || String::from_utf8_lossy(bytes).into_owned();
         match kind {
             event::THREAD_START => {
-                self.thread_starts.insert(tid, at);
-                if let Some(p) = &mut self.profile {
-                    let r = p.thread(tid, Some(at)).map(|_| ());
-                    p.note(r);
+                let name = text();
+                match &mut self.profile {
+                    Some(p) => {
+                        let r = p.thread_seen(tid, Some(at), &name);
+                        p.note(r);
+                    }
+                    None => {
+                        self.thread_starts.insert(tid, (at, name));
+                    }
                 }
             }
             event::THREAD_END if bytes.len() >= 8 => {

@@ -322,17 +322,44 @@ impl Profile {
 
     /// The thread's row and sample track, created on first use.
     pub fn thread(&mut self, tid: i32, start: Option<u64>) -> Result<(ThreadRef, TrackId)> {
-        if let Some(t) = self.threads.get(&tid) {
-            return Ok(*t);
+        match self.threads.get(&tid) {
+            Some(t) => Ok(*t),
+            None => self.add_thread(tid, start, None),
         }
+    }
+
+    /// Writes a new thread's row and sample track.
+    fn add_thread(
+        &mut self,
+        tid: i32,
+        start: Option<u64>,
+        name: Option<&str>,
+    ) -> Result<(ThreadRef, TrackId)> {
         let thread = self.writer.add_thread(&ThreadInfo {
             tid: tid as u32,
-            name: None,
+            name,
             start_ns: start,
         })?;
         let track = self.writer.add_track(Some(thread), "samples")?;
         self.threads.insert(tid, (thread, track));
         Ok((thread, track))
+    }
+
+    /// Thread `tid` started (at `start`, when known) or was first seen
+    /// with the kernel name `name` (empty: unknown), which names it until
+    /// the program or its end names it otherwise. Its row may exist
+    /// already (a sample read first, from its own ring).
+    pub fn thread_seen(&mut self, tid: i32, start: Option<u64>, name: &str) -> Result<()> {
+        let name = (!name.is_empty()).then_some(name);
+        match self.threads.get(&tid) {
+            None => self.add_thread(tid, start, name).map(|_| ()),
+            Some(&(thread, _)) => match name {
+                Some(name) if !self.named.contains(&tid) => {
+                    self.writer.set_thread_name(thread, name)
+                }
+                _ => Ok(()),
+            },
+        }
     }
 
     /// The program named a thread.

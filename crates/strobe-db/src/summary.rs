@@ -13,7 +13,8 @@
 //! computes every table at once (for a profile read in place, in one pass
 //! over its processes: `summary_fold`). A time filter's exact counts
 //! (`strobe_region_stats`) replace the stored regions' in the region and
-//! thread tables. It never formats or prints; the CLI, the Python package
+//! thread tables. A main thread the database has no name for is named
+//! after its program. It never formats or prints; the CLI, the Python package
 //! and exporters share it.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -195,7 +196,9 @@ pub struct ThreadRow {
     pub guid: String,
     /// OS tid.
     pub tid: i64,
-    /// Thread name.
+    /// Thread name as recorded (the kernel's, or the one the program
+    /// gave); a main thread (`tid == pid`) without one is named after its
+    /// program (see [`name_main_threads`]).
     pub name: Option<String>,
     /// On-CPU samples taken on the thread.
     pub samples: u64,
@@ -784,6 +787,17 @@ fn threads_of(
             );
         }
     }
+    if rows.values().any(unnamed_main) {
+        let mut commands = Vec::new();
+        let mut st = conn
+            .prepare("SELECT guid, command FROM processes")
+            .at(&path)?;
+        let mut q = st.query([]).at(&path)?;
+        while let Some(r) = q.next().at(&path)? {
+            commands.push((r.get(0).at(&path)?, r.get(1).at(&path)?));
+        }
+        name_main_threads(rows.values_mut(), &commands);
+    }
     for (guid, _, tid, w) in weights {
         if let Some(t) = rows.get_mut(&(guid, tid.unwrap_or(-1))) {
             t.samples = w.samples;
@@ -824,6 +838,36 @@ fn threads_of(
         }
     }
     Ok(finish_threads(rows, by_process))
+}
+
+/// A main thread (`tid == pid`) without a recorded name.
+pub(crate) fn unnamed_main(t: &ThreadRow) -> bool {
+    t.tid == t.pid && t.name.as_deref().is_none_or(str::is_empty)
+}
+
+/// Names each main thread without a recorded name after its process's
+/// program (`commands`: (guid, command line) of the processes; the
+/// program's file name, as the kernel names a main thread, untruncated).
+/// Databases from before the collector recorded a main thread's name have
+/// none, nor has a thread only the kernel sampled that was gone before its
+/// name could be read.
+pub(crate) fn name_main_threads<'a>(
+    threads: impl IntoIterator<Item = &'a mut ThreadRow>,
+    commands: &[(String, Option<String>)],
+) {
+    let program = |guid: &str| {
+        let command = commands.iter().find(|(g, _)| g == guid)?.1.as_deref()?;
+        let first = command.split_whitespace().next()?;
+        let name = first.rsplit('/').next().unwrap_or(first);
+        (!name.is_empty()).then(|| name.to_string())
+    };
+    for t in threads {
+        if unnamed_main(t) {
+            if let Some(name) = program(&t.guid) {
+                t.name = Some(name);
+            }
+        }
+    }
 }
 
 /// One `strobe_region_stats` row, named: the calls a time filter counted

@@ -27,8 +27,8 @@ use crate::reader::{Profile, StackCache};
 use crate::scan::{ordered_parallel, ProcessSamples};
 use crate::schema::{TableSet, ViewWindow};
 use crate::summary::{
-    duration_summary_on, finish_threads, CounterSumRow, FunctionFold, StoredMetric, Tables,
-    ThreadRow, Want, Weights,
+    duration_summary_on, finish_threads, name_main_threads, unnamed_main, CounterSumRow,
+    FunctionFold, StoredMetric, Tables, ThreadRow, Want, Weights,
 };
 
 /// A region row: guid and pid (with `--by-process`), name, duration.
@@ -125,6 +125,14 @@ impl Job<'_> {
                 });
                 Ok(())
             })?;
+            if part.threads.iter().any(unnamed_main) {
+                let mut commands = Vec::new();
+                each_row(conn, path, &sql("processes", "guid, command", ""), |r| {
+                    commands.push((r.get(0)?, r.get(1)?));
+                    Ok(())
+                })?;
+                name_main_threads(&mut part.threads, &commands);
+            }
             let q = sql(
                 "regions",
                 "tid, COUNT(*), SUM(duration)",

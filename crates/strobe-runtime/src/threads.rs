@@ -5,7 +5,9 @@
 //! start routine), the thread-exit hook (a pthread key destructor, so it
 //! also runs on `pthread_exit`), and the distinction between the program's
 //! threads (sampled) and strobe's own (tool plugins' threads: start routine
-//! inside this library, never sampled). Never runs in a signal handler.
+//! inside this library, never sampled). A thread's kernel name goes with
+//! its start and its end records (the main thread has no end record).
+//! Never runs in a signal handler.
 
 use crate::events::{emit, my_slot, set_my_slot};
 use crate::interpose::{real, RealFn};
@@ -139,7 +141,7 @@ fn claim_for_current_thread(rt: &Runtime) -> Option<u32> {
     let tid = gettid();
     let slot = rt.segment.claim_slot(tid)?;
     set_my_slot(rt, slot);
-    emit(rt, slot, event::THREAD_START, 0, now_ns(), &[]);
+    emit(rt, slot, event::THREAD_START, 0, now_ns(), &thread_name());
     crate::sigwrap::note_current_mask(rt, slot);
     // Before the timers: the first sample finds them.
     crate::counters::open_for_current_thread(rt, slot);
@@ -190,6 +192,16 @@ pub fn thread_name() -> Vec<u8> {
     buf.iter().copied().take_while(|&b| b != 0).collect()
 }
 
+/// The kernel's name of thread `tid` of this process (empty when it
+/// cannot be read).
+fn name_of(tid: i32) -> Vec<u8> {
+    let mut name = std::fs::read(format!("/proc/self/task/{tid}/comm")).unwrap_or_default();
+    if name.last() == Some(&b'\n') {
+        name.pop();
+    }
+    name
+}
+
 /// Threads of this process other than the caller, by tid.
 pub fn other_threads() -> Vec<i32> {
     let me = gettid();
@@ -211,7 +223,7 @@ pub fn adopt_threads(rt: &Runtime, tids: &[i32]) {
             return;
         };
         // This thread is the slot's only writer until the thread ends.
-        emit(rt, slot, event::THREAD_START, 0, now_ns(), &[]);
+        emit(rt, slot, event::THREAD_START, 0, now_ns(), &name_of(tid));
         crate::counters::open_for_thread(rt, slot, tid);
         if let Some(sampler) = &rt.sampler {
             let _ = sampler.register_thread(tid, slot);

@@ -151,7 +151,10 @@ pub fn decode_sample(payload: &[u8]) -> Option<SampleView<'_>> {
 
 /// Kinds of event records.
 pub mod event {
-    /// The slot's thread started (`arg` unused).
+    /// The slot's thread started (`arg` unused); bytes: its kernel name
+    /// then (may be empty), which names the thread until a later name
+    /// does (the main thread, and threads still running at exit, never
+    /// send a [`THREAD_END`]).
     pub const THREAD_START: u16 = 1;
     /// The slot's thread ended; bytes: its CPU time in ns (u64 LE), then
     /// its name.
