@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use strobe_core::settings::{Key, Settings};
-use strobe_core::shm::config::{RuntimeConfig, COLLECTOR_ENV, CONFIG_ENV};
-use strobe_core::shm::segment::{exec_reason, Layout};
+use strobe_wire::config::{RuntimeConfig, COLLECTOR_ENV, CONFIG_ENV};
+use strobe_wire::segment::{exec_reason, Layout};
 
 /// Options of `strobe sample`.
 #[derive(Debug, Args)]
@@ -724,8 +724,8 @@ pub fn lazy_run_dir(output_dir: PathBuf, command: String) -> Arc<strobe_collect:
 /// runs (a static or setuid binary).
 fn unprofilable(command: &OsString) -> Option<u32> {
     use std::os::unix::ffi::OsStrExt;
-    let resolved = strobe_core::shm::image::resolve_command(command.as_bytes());
-    let reason = strobe_core::shm::image::exec_reason_for(&resolved);
+    let resolved = strobe_core::image::resolve_command(command.as_bytes());
+    let reason = strobe_core::image::exec_reason_for(&resolved);
     (reason != exec_reason::NONE).then_some(reason)
 }
 

@@ -16,7 +16,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
-use strobe_core::shm::segment::{exec_reason, Segment};
+use strobe_wire::segment::{exec_reason, Segment};
 
 /// How long after a burst of records (more than [`BURST_BYTES`] in one
 /// pass) the collector keeps looking at [`BUSY_POLL`] intervals rather

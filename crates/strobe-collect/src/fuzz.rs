@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use strobe_core::shm::config::{RuntimeConfig, COLLECTOR_ENV, CONFIG_ENV};
-use strobe_core::shm::segment::{sealed_memfd, Layout, Segment};
+use strobe_wire::config::{RuntimeConfig, COLLECTOR_ENV, CONFIG_ENV};
+use strobe_wire::segment::{sealed_memfd, Layout, Segment};
 
 /// The layout of the segments [`capture_segments`] asks runtimes for:
 /// small enough to keep in the repository and to fuzz quickly.

@@ -18,7 +18,7 @@ use crate::tap::{Batch, Source};
 use crate::Options;
 use std::collections::HashMap;
 use strobe_db::SampleKind;
-use strobe_sampler::{Sample, TimerClock};
+use strobe_wire::sample::{Sample, TimerClock};
 
 /// The unwinder of process `pid`, made (from its memory map) on first use.
 fn unwinder_of(unwinders: &mut HashMap<i32, ProcessUnwinder>, pid: i32) -> &mut ProcessUnwinder {

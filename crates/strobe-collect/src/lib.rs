@@ -130,7 +130,7 @@ pub struct Options {
 
 /// Most counters the runtime reads per thread (each sample carries one
 /// value per counter).
-pub const MAX_COUNTERS: usize = strobe_sampler::MAX_SAMPLE_COUNTERS;
+pub const MAX_COUNTERS: usize = strobe_wire::sample::MAX_SAMPLE_COUNTERS;
 
 /// A counter the runtime reads on every thread.
 #[derive(Debug, Clone, PartialEq)]

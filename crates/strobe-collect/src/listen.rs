@@ -104,7 +104,7 @@ impl Listener {
             std::process::id(),
             u64::from_le_bytes(random)
         );
-        let (addr, len) = strobe_core::shm::socket::abstract_address(&name)?;
+        let (addr, len) = strobe_wire::socket::abstract_address(&name)?;
         // SAFETY: a valid address of `len` bytes.
         if unsafe {
             libc::bind(

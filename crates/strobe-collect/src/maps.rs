@@ -82,7 +82,7 @@ fn elf_facts(path: &str) -> Option<ElfFacts> {
             let notes = head
                 .get(offset as usize..(offset + filesz) as usize)
                 .unwrap_or(&[]);
-            if let Some(id) = strobe_sampler::modules::find_build_id(notes) {
+            if let Some(id) = strobe_core::modules::find_build_id(notes) {
                 build_id = id.to_vec();
             }
         }
@@ -171,7 +171,7 @@ mod tests {
         let exe = std::fs::read_link("/proc/self/exe").unwrap();
         assert_eq!(std::path::Path::new(&m.path), exe);
         // The loader's own record of the executable's bias.
-        let known = strobe_sampler::modules::loaded_modules()
+        let known = strobe_core::modules::loaded_modules()
             .into_iter()
             .find(|k| k.text.contains(&pc))
             .expect("the loader lists the executable");

@@ -6,10 +6,8 @@
 //! `MPI_CLOCK` records into clock-comparison rows. It never writes to a
 //! database itself and never trusts a record's lengths.
 
-use strobe_core::shm::wire::{
-    mpi_fields, mpi_phase, read, MpiCallBody, MpiClockBody, MPI_FUNCTIONS,
-};
 use strobe_db::ClockSync;
+use strobe_wire::record::{mpi_fields, mpi_phase, read, MpiCallBody, MpiClockBody, MPI_FUNCTIONS};
 
 /// One argument of an MPI region: name, type, value.
 pub type MpiArg = (&'static str, &'static str, String);
@@ -92,7 +90,7 @@ pub fn clock(bytes: &[u8]) -> Option<(ClockSync<'static>, i32, i32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strobe_core::shm::wire::as_bytes;
+    use strobe_wire::record::as_bytes;
 
     #[test]
     fn a_send_decodes_to_its_arguments() {

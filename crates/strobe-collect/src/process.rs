@@ -18,12 +18,12 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use strobe_core::clock::now_ns;
-use strobe_core::shm::segment::{slot_state, state, Segment};
-use strobe_core::shm::wire::{
+use strobe_db::{ProcessInfo, SampleKind, WriterOptions};
+use strobe_wire::record::{
     counter_readings, decode_event, event, info, info_entries, read, ModuleBody, XptiBody,
 };
-use strobe_db::{ProcessInfo, SampleKind, WriterOptions};
-use strobe_sampler::TimerClock;
+use strobe_wire::sample::{decode_sample, Sample, TimerClock};
+use strobe_wire::segment::{slot_state, state, Segment};
 
 /// The `strobe_settings` row that repeats the run's XPTI note (see
 /// `Process::xpti_note`) for `strobe summary`.
@@ -355,7 +355,7 @@ impl Process {
                     }
                 }
                 Source::Samples => {
-                    let Some(sample) = strobe_sampler::sample_from(payload) else {
+                    let Some(sample) = decode_sample(payload) else {
                         continue;
                     };
                     if self.kernel_tids.contains(&sample.tid) {
@@ -428,7 +428,7 @@ impl Process {
     /// `weight_ns`, unwound against `modules`.
     pub fn kernel_sample(
         &mut self,
-        sample: &strobe_sampler::Sample<'_>,
+        sample: &Sample<'_>,
         kind: SampleKind,
         weight_ns: u64,
         modules: &[Module],

@@ -9,13 +9,13 @@
 use crate::{MetricDef, ProfileCounter};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use strobe_core::shm::wire::{CounterReading, COUNTER_MISSING};
 use strobe_db::{
     Arg, CounterId, CounterInfo, DbError, EventId, MetricRow, ModuleId, ModuleRow, ProcessInfo,
     Region, SampleKind, SampleMeta, StackFrame, StringId, ThreadInfo, ThreadRef, TrackId,
     WeightScale, Writer, WriterOptions,
 };
-use strobe_sampler::Sample;
+use strobe_wire::record::{CounterReading, COUNTER_MISSING};
+use strobe_wire::sample::Sample;
 
 /// A module as the runtime announced it.
 #[derive(Debug, Clone, PartialEq, Eq)]

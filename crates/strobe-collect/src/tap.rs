@@ -18,10 +18,10 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use strobe_core::clock::now_ns;
-use strobe_core::shm::ring::ShmRing;
-use strobe_core::shm::segment::{exec_reason, slot_state, state, Segment};
-use strobe_core::shm::wire::{event, event_flags, read, EventHead, MpiCallBody, EVENT_HEAD_BYTES};
 use strobe_core::timewindow::{ClockReader, WindowClock, WindowEvaluator};
+use strobe_wire::record::{event, event_flags, read, EventHead, MpiCallBody, EVENT_HEAD_BYTES};
+use strobe_wire::ring::ShmRing;
+use strobe_wire::segment::{exec_reason, slot_state, state, Segment};
 
 /// Blocking the sampling signal for this long in total is reported.
 const BLOCKED_REPORT_NS: u64 = 50_000_000;
@@ -507,15 +507,15 @@ mod tests {
 
     #[test]
     fn a_sample_copied_after_an_odd_length_event_still_decodes() {
-        let layout = strobe_core::shm::segment::Layout {
+        let layout = strobe_wire::segment::Layout {
             slots: 1,
             sample_ring_bytes: 4096,
             event_ring_bytes: 4096,
         };
-        let (segment, _fd) = Segment::create(layout, 1, 1, 0).unwrap();
+        let (segment, _fd) = Segment::create(layout, 1, 1, 0, (0, 0)).unwrap();
         let slot = segment.claim_slot(7).unwrap();
         assert!(segment.event_ring(slot).push(&[&[1u8; 13]]));
-        let head = strobe_core::shm::wire::SampleHead {
+        let head = strobe_wire::sample::SampleHead {
             timestamp_ns: 5,
             cpu_time_ns: 6,
             peak_rss_kb: 0,
@@ -538,7 +538,7 @@ mod tests {
         batch.copy(&segment.event_ring(slot), Source::Events, 7, |_| {});
         batch.copy(&segment.sample_ring(slot), Source::Samples, 7, |_| {});
         let (_, _, range) = batch.records[1].clone();
-        let sample = strobe_core::shm::wire::decode_sample(&batch.bytes[range]).unwrap();
+        let sample = strobe_wire::sample::decode_sample(&batch.bytes[range]).unwrap();
         assert_eq!(sample.frames, [0x1000, 0x2000]);
     }
 

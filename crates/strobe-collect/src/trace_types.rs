@@ -1,9 +1,10 @@
-//! How tracing trace-point types map to database categories.
+//! How tracing trace-point types (`strobe_wire::trace_point`) map to
+//! database categories.
 //!
 //! Owns the table; pure functions, no state.
 
 use std::borrow::Cow;
-use strobe_trace::types::trace_point::*;
+use strobe_wire::trace_point::*;
 
 /// The region category of a begin/end trace-point pair, or `None` for
 /// instants.

@@ -11,7 +11,7 @@ use crate::{kernel_writer, lock, Shared};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
-use strobe_core::shm::segment::Segment;
+use strobe_wire::segment::Segment;
 
 /// What the collector thread tells the writer thread, in order.
 pub enum ToWriter {

@@ -116,7 +116,7 @@ fn a_bounded_fuzz_pass_finds_nothing() {
 fn a_ring_damaged_again_and_again_is_named_once_and_the_rest_kept() {
     // Where slot 0's sample-ring head lies in a corpus segment.
     let (probe, _fd) =
-        strobe_core::shm::segment::Segment::create(strobe_collect::fuzz::CORPUS_LAYOUT, 1, 1, 0)
+        strobe_wire::segment::Segment::create(strobe_collect::fuzz::CORPUS_LAYOUT, 1, 1, 0, (0, 0))
             .unwrap();
     let base = probe.header() as *const _ as usize;
     let head = &probe.slot(0).sample_head.0 as *const _ as usize - base;

@@ -4,7 +4,7 @@
 //!
 //! The collector decides experiments: it publishes the code in scope, the
 //! code an experiment selects and the delay one selected sample is worth
-//! (`strobe_core::shm::causal`). Here, every sample's first in-scope frame
+//! (`strobe_wire::causal`). Here, every sample's first in-scope frame
 //! is checked against the selection; a selected sample adds its delay to
 //! the process's global delay count and to the sampled thread's own count
 //! (it "ran faster"), and any thread whose own count is behind the global
@@ -22,8 +22,8 @@
 use crate::events::my_slot;
 use crate::state::{current, Runtime};
 use std::sync::atomic::{AtomicBool, Ordering};
-use strobe_core::shm::causal::{point_kind, CausalArea};
-use strobe_core::shm::segment::Slot;
+use strobe_wire::causal::{point_kind, CausalArea};
+use strobe_wire::segment::Slot;
 
 /// Whether this process is profiled causally (one load on every wrapped
 /// call).

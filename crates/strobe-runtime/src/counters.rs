@@ -30,9 +30,9 @@ use std::cell::UnsafeCell;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{compiler_fence, AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::Mutex;
-use strobe_core::shm::wire::{CounterReading, COUNTER_MISSING, COUNTER_READING_BYTES};
 use strobe_metrics::catalog::{CounterKind, CounterSpec};
 use strobe_metrics::counting::{CountError, Counters, OpenOptions, Reading, Target};
+use strobe_wire::record::{CounterReading, COUNTER_MISSING, COUNTER_READING_BYTES};
 
 /// `PERF_EVENT_IOC_ID`: `_IOR('$', 7, __u64 *)`.
 const PERF_EVENT_IOC_ID: libc::c_ulong = 0x8008_2407;
@@ -411,7 +411,7 @@ impl ProcessCounters {
             crate::events::emit(
                 rt,
                 slot,
-                strobe_core::shm::wire::event::NOTE,
+                strobe_wire::record::event::NOTE,
                 0,
                 strobe_core::clock::now_ns(),
                 n.as_bytes(),

@@ -14,7 +14,7 @@ use crate::events::emit;
 use crate::interpose::{real, RealFn};
 use crate::state::Runtime;
 use std::sync::atomic::Ordering;
-use strobe_core::shm::wire::{as_bytes, event, ModuleBody};
+use strobe_wire::record::{as_bytes, event, ModuleBody};
 
 static REAL_DLCLOSE: RealFn = RealFn::new(c"dlclose");
 

@@ -20,7 +20,7 @@
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU8, Ordering};
-use strobe_core::shm::segment::Segment;
+use strobe_wire::segment::Segment;
 
 use crate::connect::Address;
 

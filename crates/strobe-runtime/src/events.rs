@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use strobe_core::clock::now_ns;
-use strobe_core::shm::wire::{event, event_flags, EventHead};
+use strobe_wire::record::{event, event_flags, EventHead};
 
 /// No slot claimed by this thread (yet).
 pub const NO_SLOT: u32 = u32::MAX;
@@ -142,7 +142,7 @@ fn emit_with(
 /// Waits (yielding the CPU a few times, then sleeping 20 µs at a time, at
 /// most `wait_ns`) until the collector made room, then writes. Counted in
 /// the segment.
-fn wait_for_room(rt: &Runtime, ring: &strobe_core::shm::ring::ShmRing, parts: &[&[u8]]) -> bool {
+fn wait_for_room(rt: &Runtime, ring: &strobe_wire::ring::ShmRing, parts: &[&[u8]]) -> bool {
     let seg = rt.segment;
     let start = now_ns();
     seg.header().event_waits.fetch_add(1, Ordering::Relaxed);

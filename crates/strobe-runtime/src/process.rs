@@ -15,8 +15,8 @@
 
 use crate::interpose::{real, RealFn};
 use std::ffi::CStr;
-use strobe_core::shm::config::{COLLECTOR_ENV, CONFIG_ENV};
-use strobe_core::shm::segment::exec_reason;
+use strobe_wire::config::{COLLECTOR_ENV, CONFIG_ENV};
+use strobe_wire::segment::exec_reason;
 
 static REAL_FORK: RealFn = RealFn::new(c"fork");
 static REAL_EXECVE: RealFn = RealFn::new(c"execve");
@@ -89,7 +89,7 @@ fn emit_child(rt: &crate::state::Runtime, slot: u32, pid: libc::pid_t, reason: u
     crate::events::emit(
         rt,
         slot,
-        strobe_core::shm::wire::event::CHILD,
+        strobe_wire::record::event::CHILD,
         reason,
         0,
         &bytes,
@@ -100,7 +100,7 @@ fn emit_child(rt: &crate::state::Runtime, slot: u32, pid: libc::pid_t, reason: u
 /// profiled (`exec_reason::NONE` when it will).
 fn reason_for(target: &[u8], envp: Argv) -> u32 {
     if environment_carries_strobe(envp) {
-        strobe_core::shm::image::exec_reason_for(target)
+        strobe_core::image::exec_reason_for(target)
     } else {
         exec_reason::ENVIRONMENT
     }
@@ -174,7 +174,7 @@ fn around_exec(
             Vec::new()
         } else {
             // SAFETY: exec's file argument is NUL-terminated.
-            strobe_core::shm::image::resolve_command(unsafe { CStr::from_ptr(file) }.to_bytes())
+            strobe_core::image::resolve_command(unsafe { CStr::from_ptr(file) }.to_bytes())
         };
         let reason = reason_for(&target, envp);
         (target, reason)
@@ -290,7 +290,7 @@ fn around_spawn(
             // SAFETY: spawn's file argument is NUL-terminated.
             let file = unsafe { CStr::from_ptr(file) }.to_bytes();
             let target = if search_path {
-                strobe_core::shm::image::resolve_command(file)
+                strobe_core::image::resolve_command(file)
             } else {
                 file.to_vec()
             };

@@ -20,7 +20,7 @@
 use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use strobe_core::shm::config::{COLLECTOR_ENV, CONFIG_ENV};
+use strobe_wire::config::{COLLECTOR_ENV, CONFIG_ENV};
 
 /// The variable naming the `strobe` executable to start.
 pub const STROBE_BIN_ENV: &str = "STROBE_BIN";

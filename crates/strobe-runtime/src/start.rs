@@ -14,10 +14,10 @@ use crate::interpose::{real, RealFn};
 use crate::state::Runtime;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
-use strobe_core::clock::now_ns;
-use strobe_core::shm::config::{RuntimeConfig, COLLECTOR_ENV, CONFIG_ENV};
-use strobe_core::shm::segment::Segment;
-use strobe_core::shm::wire::{info, InfoWriter};
+use strobe_core::clock::{now_ns, tsc_pair};
+use strobe_wire::config::{RuntimeConfig, COLLECTOR_ENV, CONFIG_ENV};
+use strobe_wire::record::{info, InfoWriter};
+use strobe_wire::segment::Segment;
 
 /// What stage 1 prepared for stage 2.
 struct Prepared {
@@ -102,7 +102,7 @@ pub fn create_segment(config: &RuntimeConfig, args: &[Vec<u8>]) -> Option<&'stat
     let collector = collector_address()?;
     // SAFETY: getpid/getppid have no preconditions.
     let (pid, ppid) = unsafe { (libc::getpid(), libc::getppid()) };
-    let (segment, fd) = match Segment::create(config.layout, pid, ppid, now_ns()) {
+    let (segment, fd) = match Segment::create(config.layout, pid, ppid, now_ns(), tsc_pair()) {
         Ok(s) => s,
         Err(e) => {
             profiling_off(&format!("cannot create its shared memory: {e}"));
@@ -130,7 +130,7 @@ fn collector_address() -> Option<crate::connect::Address> {
         profiling_off("no collector to send data to");
         return None;
     };
-    match strobe_core::shm::socket::abstract_address(&name) {
+    match strobe_wire::socket::abstract_address(&name) {
         Ok(a) => Some(a),
         Err(e) => {
             profiling_off(&format!("cannot reach the collector ({e})"));
@@ -156,7 +156,7 @@ static IMAGE: OnceLock<ImageDescription> = OnceLock::new();
 fn image_description(config: &RuntimeConfig, args: &[Vec<u8>]) -> &'static ImageDescription {
     IMAGE.get_or_init(|| {
         let mut w = InfoWriter::default();
-        let exe = strobe_sampler::modules::own_executable();
+        let exe = strobe_core::modules::own_executable();
         if !exe.is_empty() {
             w.put(info::EXE, exe.as_bytes());
         }
@@ -333,7 +333,7 @@ fn create_private_segment(
     let collector = collector_address()?;
     // SAFETY: getpid/getppid have no preconditions.
     let (pid, ppid) = unsafe { (libc::getpid(), libc::getppid()) };
-    let segment = match Segment::create_private(config.layout, pid, ppid, now_ns()) {
+    let segment = match Segment::create_private(config.layout, pid, ppid, now_ns(), tsc_pair()) {
         Ok(s) => s,
         Err(e) => {
             profiling_off(&format!("cannot create its memory for records: {e}"));

@@ -13,9 +13,9 @@ use std::ops::Range;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
-use strobe_core::shm::config::RuntimeConfig;
-use strobe_core::shm::segment::Segment;
 use strobe_sampler::{Sampler, SamplerConfig, TimerConfig};
+use strobe_wire::config::RuntimeConfig;
+use strobe_wire::segment::Segment;
 
 /// Everything the runtime runs in this process.
 pub struct Runtime {
@@ -71,7 +71,7 @@ fn own_text() -> Range<u64> {
     OWN_TEXT
         .get_or_init(|| {
             let here = own_text as fn() -> Range<u64> as usize as u64;
-            strobe_sampler::modules::loaded_modules()
+            strobe_core::modules::loaded_modules()
                 .into_iter()
                 .find(|m| m.text.contains(&here))
                 .map_or(0..0, |m| m.text)

@@ -14,8 +14,8 @@ use crate::interpose::{real, RealFn};
 use crate::state::{current, Runtime};
 use std::sync::atomic::{AtomicU32, Ordering};
 use strobe_core::clock::now_ns;
-use strobe_core::shm::wire::event;
 use strobe_core::thread::{gettid, register_current, ThreadRole};
+use strobe_wire::record::event;
 
 static REAL_PTHREAD_CREATE: RealFn = RealFn::new(c"pthread_create");
 

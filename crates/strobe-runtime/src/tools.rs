@@ -13,7 +13,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use strobe_buffer::record::{SampleRecord, XptiRecord};
-use strobe_sampler::{Sample, TimerClock};
+use strobe_wire::sample::{Sample, TimerClock};
 
 /// Whether a tool was loaded in this process image.
 static LOADED: AtomicBool = AtomicBool::new(false);

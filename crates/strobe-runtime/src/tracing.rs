@@ -17,15 +17,15 @@ use std::cell::Cell;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::Arc;
 use strobe_buffer::record::XptiRecord;
-use strobe_core::shm::wire::{as_bytes, event, XptiBody};
 use strobe_metrics::capi::region_kind;
 use strobe_trace::subscriber::{StreamInit, Subscriber};
 use strobe_trace::types::trace_point;
 use strobe_trace::Framework;
 use strobe_trace::Notification;
+use strobe_wire::record::{as_bytes, event, XptiBody};
 
 /// Words of the per-thread stream bitmap: a bit for every stream id of
-/// both frameworks (1..=255, and the same with [`strobe_core::shm::wire::XPTI_C_STREAM`] set).
+/// both frameworks (1..=255, and the same with [`strobe_wire::record::XPTI_C_STREAM`] set).
 const STREAM_WORDS: usize = 8;
 
 thread_local! {
@@ -71,7 +71,7 @@ fn from_rust(n: &Notification<'_>) {
 #[derive(Debug, Clone, Copy)]
 pub struct Notice {
     /// The stream's id as the ring carries it (C-ABI dispatcher streams
-    /// have [`strobe_core::shm::wire::XPTI_C_STREAM`] set).
+    /// have [`strobe_wire::record::XPTI_C_STREAM`] set).
     pub stream: u32,
     pub trace_type: u16,
     /// Unique id of the parent event (0: none).

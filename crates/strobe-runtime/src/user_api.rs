@@ -15,9 +15,9 @@ use crate::threads::slot_of_current_thread;
 use std::ffi::{c_char, CStr};
 use std::sync::atomic::Ordering;
 use strobe_core::clock::now_ns;
-use strobe_core::shm::causal::point_kind;
-use strobe_core::shm::wire::event;
 use strobe_metrics::capi::region_kind;
+use strobe_wire::causal::point_kind;
+use strobe_wire::record::event;
 
 /// Version of the table layout; grows only by appending entries.
 pub const API_VERSION: u32 = 2;

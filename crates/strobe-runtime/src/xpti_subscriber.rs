@@ -28,9 +28,9 @@ use std::borrow::Cow;
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::OnceLock;
-use strobe_core::shm::wire::{event, XPTI_C_STREAM};
 use strobe_trace::types::trace_point;
 use strobe_trace::{EventData, Payload};
+use strobe_wire::record::{event, XPTI_C_STREAM};
 
 /// A tracepoint callback (`xpti::tracepoint_callback_api_t`).
 type Callback = extern "C" fn(u16, *mut EventData, *mut EventData, u64, *const c_void);

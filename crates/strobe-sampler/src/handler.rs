@@ -14,16 +14,17 @@
 
 use crate::signals;
 use crate::snapshot::NativeCache;
-use crate::timer::{ThreadTimer, TimerClock};
+use crate::timer::ThreadTimer;
 use crate::unwind::{unwind, StackBounds, StartRegs};
 use std::cell::UnsafeCell;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use strobe_core::clock::{now_ns, Clock};
-use strobe_core::shm::ring::ShmRing;
-use strobe_core::shm::segment::{Segment, Slot};
-use strobe_core::shm::wire::{SampleHead, COUNTER_MISSING, SAMPLE_HEAD_BYTES};
+use strobe_wire::record::COUNTER_MISSING;
+use strobe_wire::ring::ShmRing;
+use strobe_wire::sample::{Sample, SampleHead, TimerClock, MAX_SAMPLE_COUNTERS, SAMPLE_HEAD_BYTES};
+use strobe_wire::segment::{Segment, Slot};
 
 /// Everything the handler needs for one thread. Lives at a stable address
 /// for as long as any timer may point at it, and is reused for later
@@ -82,9 +83,6 @@ static BEFORE_SAMPLE: AtomicUsize = AtomicUsize::new(0);
 static COUNTER_VALUES: AtomicUsize = AtomicUsize::new(0);
 static COUNTER_HOOK: AtomicUsize = AtomicUsize::new(0);
 
-/// Most counter values one sample carries.
-pub const MAX_SAMPLE_COUNTERS: usize = 256;
-
 /// Has every sample carry `count` counter values after its frames:
 /// `hook(slot, values)` runs **in the signal handler**, on the sampled
 /// thread, with the slot the thread's samples go to, and fills `values`
@@ -99,7 +97,7 @@ pub fn set_sample_counters(count: usize, hook: Option<fn(u32, &mut [u64])>) {
 
 /// Has the handler also hand every sample it records to `tap`, which runs
 /// **in the signal handler** (it must not allocate, lock or block).
-pub fn set_sample_tap(tap: Option<fn(&crate::Sample<'_>)>) {
+pub fn set_sample_tap(tap: Option<fn(&Sample<'_>)>) {
     SAMPLE_TAP.store(tap.map_or(0, |f| f as usize), Ordering::Release);
 }
 
@@ -331,8 +329,8 @@ impl ThreadSampler {
         let tap = SAMPLE_TAP.load(Ordering::Acquire);
         if tap != 0 {
             // SAFETY: only `set_sample_tap` stores here, a `fn(&Sample)`.
-            let tap = unsafe { std::mem::transmute::<usize, fn(&crate::Sample<'_>)>(tap) };
-            tap(&crate::Sample {
+            let tap = unsafe { std::mem::transmute::<usize, fn(&Sample<'_>)>(tap) };
+            tap(&Sample {
                 tid: header.tid,
                 timestamp_ns,
                 cpu_time_ns: header.cpu_time_ns,

@@ -6,8 +6,9 @@
 //! timer's signal runs [`handler`]'s code on that thread, which unwinds the
 //! interrupted stack with framehop (modules read from memory, never from
 //! files) into the thread's sample ring in the process's shared segment
-//! (`strobe_core::shm`). The collector, in another process, drains the
-//! rings ([`drain`]).
+//! (`strobe_wire::segment`), as sample records (`strobe_wire::sample`).
+//! The collector, in another process, drains the rings; [`drain`] does
+//! the same here (tests).
 //!
 //! This crate owns timers, the handler, unwinding and the sampling
 //! signals' dispositions ([`signals`]). It runs no thread, holds no file
@@ -22,20 +23,16 @@ compile_error!(
 
 pub mod drain;
 mod handler;
-pub mod modules;
 mod sampler;
 pub mod signals;
 pub mod snapshot;
 pub mod timer;
 pub mod unwind;
 
-pub use drain::{drain_samples, sample_from, Sample, SampleSink};
-pub use handler::{
-    set_after_sample, set_before_sample, set_sample_counters, set_sample_tap, MAX_SAMPLE_COUNTERS,
-};
-pub use modules::ModuleInfo;
+pub use drain::{drain_samples, SampleSink};
+pub use handler::{set_after_sample, set_before_sample, set_sample_counters, set_sample_tap};
 pub use sampler::{Sampler, SamplerConfig, SamplerError, Spare, TimerConfig};
-pub use timer::TimerClock;
+use strobe_core::modules::ModuleInfo;
 
 /// The modules of the current unwinder snapshot (path, load bias, address
 /// ranges, build id), as a database records them for symbolization.

@@ -9,12 +9,13 @@
 //! handler; the handler lives in `handler.rs`.
 
 use crate::handler::{install, set_segment, ThreadSampler};
-use crate::timer::{ThreadTimer, TimerClock};
+use crate::timer::ThreadTimer;
 use crate::unwind::StackBounds;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use strobe_core::shm::segment::Segment;
+use strobe_wire::sample::TimerClock;
+use strobe_wire::segment::Segment;
 
 /// One timer's settings.
 #[derive(Debug, Clone, Copy, PartialEq)]

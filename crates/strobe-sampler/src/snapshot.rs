@@ -8,12 +8,12 @@
 //! leave before freeing the old snapshot. Building a snapshot allocates and
 //! runs only on ordinary threads.
 
-use crate::modules::{load_counters, loaded_modules, ModuleInfo};
 use framehop::x86_64::{CacheX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, MustNotAllocateDuringUnwind, Unwinder};
 use std::ops::{Deref, Range};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use strobe_core::modules::{load_counters, loaded_modules, ModuleInfo};
 
 /// Bytes that live in the process's own mapped memory (a module's unwind
 /// tables or code), borrowed without copying.

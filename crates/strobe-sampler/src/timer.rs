@@ -5,37 +5,15 @@
 //! runs in a signal handler.
 
 use std::io;
+use strobe_wire::sample::TimerClock;
 
-/// Which clock drives a timer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TimerClock {
-    /// The target thread's CPU time: samples where CPU time goes. The kernel
-    /// delivers these at most once per scheduler tick (250 Hz here).
-    ThreadCpu,
-    /// Elapsed time (`CLOCK_MONOTONIC`): also samples threads that wait.
-    Realtime,
-}
-
-impl TimerClock {
-    /// Both clocks.
-    pub const ALL: [TimerClock; 2] = [TimerClock::ThreadCpu, TimerClock::Realtime];
-
-    /// The name stored with samples.
-    pub const fn name(self) -> &'static str {
-        match self {
-            TimerClock::ThreadCpu => "cputime",
-            TimerClock::Realtime => "realtime",
-        }
-    }
-
-    /// The clock id for a timer measuring thread `tid`: the kernel's
-    /// per-thread CPU clock encoding `((~tid) << 3) | 6`, which works for
-    /// any thread of this process, not only the caller.
-    fn clock_id(self, tid: i32) -> libc::clockid_t {
-        match self {
-            TimerClock::ThreadCpu => ((!tid) << 3) | 6,
-            TimerClock::Realtime => libc::CLOCK_MONOTONIC,
-        }
+/// The clock id for a timer on `clock` measuring thread `tid`: the
+/// kernel's per-thread CPU clock encoding `((~tid) << 3) | 6`, which works
+/// for any thread of this process, not only the caller.
+fn clock_id(clock: TimerClock, tid: i32) -> libc::clockid_t {
+    match clock {
+        TimerClock::ThreadCpu => ((!tid) << 3) | 6,
+        TimerClock::Realtime => libc::CLOCK_MONOTONIC,
     }
 }
 
@@ -89,7 +67,7 @@ impl ThreadTimer {
         event.sigev_notify_thread_id = tid;
         let mut id: libc::timer_t = std::ptr::null_mut();
         // SAFETY: valid sigevent and out-pointer.
-        if unsafe { libc::timer_create(clock.clock_id(tid), &mut event, &mut id) } != 0 {
+        if unsafe { libc::timer_create(clock_id(clock, tid), &mut event, &mut id) } != 0 {
             return Err(io::Error::last_os_error());
         }
         Ok(ThreadTimer {

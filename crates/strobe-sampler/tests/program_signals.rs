@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use strobe_core::thread::gettid;
 use strobe_sampler::signals::{free_realtime_signals, program_action, set_program_action};
-use strobe_sampler::{Sampler, SamplerConfig, TimerClock, TimerConfig};
+use strobe_sampler::{Sampler, SamplerConfig, TimerConfig};
+use strobe_wire::sample::TimerClock;
 
 const SI_QUEUE: i32 = -1;
 const SI_TIMER: i32 = -2;
@@ -44,11 +45,7 @@ fn fresh_signals(n: usize) -> Vec<i32> {
     free
 }
 
-fn sampler_on(
-    seg: &'static strobe_core::shm::segment::Segment,
-    cpu: i32,
-    real: Option<i32>,
-) -> Sampler {
+fn sampler_on(seg: &'static strobe_wire::segment::Segment, cpu: i32, real: Option<i32>) -> Sampler {
     let config = SamplerConfig {
         cputime: Some(TimerConfig {
             freq_hz: 250.0,

@@ -11,10 +11,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use strobe_core::clock::now_ns;
-use strobe_core::shm::segment::{slot_state, Segment};
-use strobe_core::shm::wire::decode_sample;
 use strobe_core::thread::gettid;
-use strobe_sampler::{Sampler, TimerClock};
+use strobe_sampler::Sampler;
+use strobe_wire::sample::decode_sample;
+use strobe_wire::sample::TimerClock;
+use strobe_wire::segment::{slot_state, Segment};
 
 fn leaf_name(k: &Kept) -> Option<String> {
     frame_symbol(&k.frames, 0)
@@ -499,13 +500,12 @@ fn a_full_ring_counts_lost_samples_and_every_kept_sample_decodes() {
         lost_before = lost;
         let mut check = |payload: &[u8]| {
             let s = decode_sample(payload).expect("every record decodes");
-            assert_eq!(s.head.tid, me);
-            assert_eq!(s.head.clock, 1);
-            let depth = s.head.depth as usize;
+            assert_eq!(s.tid, me);
+            assert_eq!(s.clock, TimerClock::Realtime);
+            let depth = s.frames.len();
             assert!((1..=MAX_DEPTH).contains(&depth), "depth {depth}");
-            assert_eq!(s.frames.len(), depth);
             assert_eq!(payload.len(), 40 + 8 * depth, "committed exactly");
-            if s.head.complete == 0 {
+            if !s.complete {
                 truncated += 1;
             }
             records += 1;

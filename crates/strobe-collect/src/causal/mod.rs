@@ -8,7 +8,7 @@
 //! unit's curve fills evenly).
 //! While it runs, every sample in the selection delays all other threads
 //! by speedup × sampling period (the program side does that, see
-//! `strobe_core::shm::causal`); the progress points' counts over the
+//! `strobe_wire::causal`); the progress points' counts over the
 //! experiment's effective duration (wall time minus the delay inserted)
 //! measure what a real speedup of that code would give. Experiments last
 //! at least 500 ms (100 sampling periods when that is longer), double
@@ -27,9 +27,9 @@ pub use code::{Mode, Scope};
 use std::collections::HashMap;
 use std::sync::mpsc;
 use std::sync::Arc;
-use strobe_core::shm::causal::point_kind;
-use strobe_core::shm::segment::Segment;
 use strobe_db::{CausalExperiment, CausalProgress, ProgressKind};
+use strobe_wire::causal::point_kind;
+use strobe_wire::segment::Segment;
 
 /// What causal profiling does in every process of the run.
 #[derive(Debug, Clone)]

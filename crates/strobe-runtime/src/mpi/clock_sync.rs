@@ -21,7 +21,7 @@ use crate::state::current;
 use libc::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use strobe_core::clock::now_ns;
-use strobe_core::shm::wire::{as_bytes, event, mpi_phase, MpiClockBody};
+use strobe_wire::record::{as_bytes, event, mpi_phase, MpiClockBody};
 
 static PMPI_COMM_DUP: RealFn = RealFn::new(c"PMPI_Comm_dup");
 static PMPI_COMM_FREE: RealFn = RealFn::new(c"PMPI_Comm_free");

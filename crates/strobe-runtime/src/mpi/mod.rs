@@ -34,7 +34,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, RwLock};
 use strobe_core::clock::now_ns;
-use strobe_core::shm::wire::{as_bytes, event, mpi_fields, MpiCallBody, MPI_FUNCTIONS};
+use strobe_wire::record::{as_bytes, event, mpi_fields, MpiCallBody, MPI_FUNCTIONS};
 
 /// The index of `name` in [`MPI_FUNCTIONS`] (checked when compiled).
 pub const fn function(name: &str) -> u16 {

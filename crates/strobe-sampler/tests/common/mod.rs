@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
-use strobe_core::shm::segment::{Layout, Segment};
-use strobe_sampler::{drain_samples, Sample, SampleSink, SamplerConfig, TimerClock, TimerConfig};
+use strobe_sampler::{drain_samples, SampleSink, SamplerConfig, TimerConfig};
+use strobe_wire::sample::{Sample, TimerClock};
+use strobe_wire::segment::{Layout, Segment};
 
 /// A sample as the tests keep it.
 #[derive(Debug, Clone)]
@@ -64,6 +65,7 @@ pub fn segment(slots: u32, sample_ring_bytes: u32) -> &'static Segment {
         std::process::id() as i32,
         ppid,
         strobe_core::clock::now_ns(),
+        strobe_core::clock::tsc_pair(),
     )
     .expect("creating a segment");
     let seg = seg.leak();

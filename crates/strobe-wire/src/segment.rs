@@ -12,8 +12,8 @@
 //! Never allocates on the producer side after creation; slot claiming is
 //! lock-free and runs outside signal handlers.
 
-use super::causal::{CausalArea, CAUSAL_BYTES};
-use super::ring::ShmRing;
+use crate::causal::{CausalArea, CAUSAL_BYTES};
+use crate::ring::ShmRing;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
@@ -285,30 +285,38 @@ impl Segment {
     /// Creates a segment (an anonymous `memfd`, sized but untouched) and
     /// maps it. Returns the mapping and its descriptor (close-on-exec),
     /// which the caller hands to the collector and then closes.
+    ///
+    /// `start_ns` is `CLOCK_MONOTONIC` now; `tsc_anchor` a time-stamp
+    /// counter reading and the `CLOCK_MONOTONIC` time it corresponds to,
+    /// read together just before (`strobe_core::clock::tsc_pair`): the
+    /// collector's first anchor for converting the ticks of hot-path
+    /// events ([`Header::tsc_anchor`]).
     pub fn create(
         layout: Layout,
         pid: i32,
         ppid: i32,
         start_ns: u64,
+        tsc_anchor: (u64, u64),
     ) -> io::Result<(Segment, OwnedFd)> {
         check_layout(layout)?;
         let len = layout.total();
         let owned = sealed_memfd(len)?;
         let base = map(owned.as_raw_fd(), len)?;
         let segment = Segment { base, len, layout };
-        segment.init_header(pid, ppid, start_ns);
+        segment.init_header(pid, ppid, start_ns, tsc_anchor);
         Ok((segment, owned))
     }
 
     /// Creates a segment in private anonymous memory, seen by no other
     /// process: what a forked child writes until it records something of
     /// the program's. [`Segment::share`] moves it into a `memfd` at the
-    /// same addresses.
+    /// same addresses. The arguments are [`Segment::create`]'s.
     pub fn create_private(
         layout: Layout,
         pid: i32,
         ppid: i32,
         start_ns: u64,
+        tsc_anchor: (u64, u64),
     ) -> io::Result<Segment> {
         check_layout(layout)?;
         let len = layout.total();
@@ -331,12 +339,12 @@ impl Segment {
             len,
             layout,
         };
-        segment.init_header(pid, ppid, start_ns);
+        segment.init_header(pid, ppid, start_ns, tsc_anchor);
         Ok(segment)
     }
 
     /// Writes the header of a fresh, zeroed mapping.
-    fn init_header(&self, pid: i32, ppid: i32, start_ns: u64) {
+    fn init_header(&self, pid: i32, ppid: i32, start_ns: u64, tsc_anchor: (u64, u64)) {
         // SAFETY: the header lies at the start of the fresh, zeroed mapping;
         // nobody else sees it yet.
         let h = unsafe { &mut *(self.base as *mut Header) };
@@ -348,8 +356,7 @@ impl Segment {
         h.pid = pid;
         h.ppid = ppid;
         h.start_ns = start_ns;
-        let (ticks, ns) = crate::clock::tsc_pair();
-        h.tsc_anchor = [ticks, ns];
+        h.tsc_anchor = [tsc_anchor.0, tsc_anchor.1];
         h.state.store(state::RUNNING, Ordering::Relaxed);
         h.magic = MAGIC;
     }
@@ -720,7 +727,7 @@ mod tests {
 
     #[test]
     fn a_created_segment_opens_from_its_descriptor_and_shares_pages() {
-        let (seg, fd) = Segment::create(SMALL, 42, 1, 7).unwrap();
+        let (seg, fd) = Segment::create(SMALL, 42, 1, 7, (0, 0)).unwrap();
         seg.write_info(b"hello");
         let i = seg.claim_slot(1234).unwrap();
         assert!(seg.sample_ring(i).push(&[b"sample!!"]));
@@ -746,7 +753,7 @@ mod tests {
 
     #[test]
     fn a_private_segment_shared_later_keeps_what_was_written_at_the_same_addresses() {
-        let seg = Segment::create_private(SMALL, 42, 1, 7).unwrap();
+        let seg = Segment::create_private(SMALL, 42, 1, 7, (11, 13)).unwrap();
         seg.write_info(b"hello");
         let first = seg.claim_slot(1234).unwrap();
         let second = seg.claim_slot(1235).unwrap();
@@ -764,6 +771,7 @@ mod tests {
         let other = Segment::open(&fd).unwrap();
         assert_eq!(other.header().pid, 42);
         assert_eq!(other.header().magic, MAGIC);
+        assert_eq!(other.header().tsc_anchor, [11, 13]);
         assert_eq!(other.info(), b"hello");
         assert_eq!(other.slots_in_use(), 2);
         assert_eq!(other.slot(second).tid.load(Ordering::Relaxed), 1235);
@@ -794,7 +802,7 @@ mod tests {
 
     #[test]
     fn slots_run_out_and_come_back_when_freed() {
-        let (seg, _fd) = Segment::create(SMALL, 1, 1, 0).unwrap();
+        let (seg, _fd) = Segment::create(SMALL, 1, 1, 0, (0, 0)).unwrap();
         let taken: Vec<u32> = (0..4).map(|t| seg.claim_slot(t).unwrap()).collect();
         assert_eq!(taken, vec![0, 1, 2, 3]);
         assert_eq!(seg.claim_slot(9), None);
@@ -819,7 +827,7 @@ mod tests {
 
     #[test]
     fn a_segment_is_sealed_and_an_unsealed_copy_of_it_is_refused() {
-        let (seg, fd) = Segment::create(SMALL, 42, 1, 7).unwrap();
+        let (seg, fd) = Segment::create(SMALL, 42, 1, 7, (0, 0)).unwrap();
         // SAFETY: shrinking must fail on the sealed memfd.
         assert_ne!(unsafe { libc::ftruncate(fd.as_raw_fd(), 4096) }, 0);
         // The same bytes in a memfd that could shrink under the reader.
@@ -837,7 +845,7 @@ mod tests {
 
     #[test]
     fn the_exec_note_round_trips() {
-        let (seg, _fd) = Segment::create(SMALL, 1, 1, 0).unwrap();
+        let (seg, _fd) = Segment::create(SMALL, 1, 1, 0, (0, 0)).unwrap();
         seg.note_exec(b"/bin/static", exec_reason::STATIC);
         assert_eq!(seg.header().state.load(Ordering::Relaxed), state::EXEC);
         assert_eq!(
@@ -846,5 +854,97 @@ mod tests {
         );
         seg.exec_failed();
         assert_eq!(seg.header().state.load(Ordering::Relaxed), state::RUNNING);
+    }
+
+    #[test]
+    fn the_header_and_slot_layouts_are_the_contract() {
+        use std::mem::{offset_of, size_of};
+        assert_eq!(offset_of!(Header, magic), 0);
+        assert_eq!(offset_of!(Header, version), 8);
+        assert_eq!(offset_of!(Header, slots), 12);
+        assert_eq!(offset_of!(Header, sample_ring_bytes), 16);
+        assert_eq!(offset_of!(Header, event_ring_bytes), 20);
+        assert_eq!(offset_of!(Header, total_bytes), 24);
+        assert_eq!(offset_of!(Header, pid), 32);
+        assert_eq!(offset_of!(Header, ppid), 36);
+        assert_eq!(offset_of!(Header, start_ns), 40);
+        assert_eq!(offset_of!(Header, info_len), 48);
+        assert_eq!(offset_of!(Header, state), 52);
+        assert_eq!(offset_of!(Header, tsc_anchor), 64);
+        assert_eq!(offset_of!(Header, sampling_on), 80);
+        assert_eq!(offset_of!(Header, next_slot), 88);
+        assert_eq!(offset_of!(Header, slots_exhausted), 92);
+        assert_eq!(offset_of!(Header, exec_reason), 96);
+        assert_eq!(offset_of!(Header, exec_note_len), 100);
+        assert_eq!(offset_of!(Header, signals), 104);
+        assert_eq!(offset_of!(Header, event_waits), 112);
+        assert_eq!(offset_of!(Header, events_dropped), 128);
+        assert_eq!(size_of::<Header>(), 168);
+        assert_eq!(offset_of!(Slot, state), 0);
+        assert_eq!(offset_of!(Slot, tid), 4);
+        assert_eq!(offset_of!(Slot, blocked_since), 16);
+        assert_eq!(offset_of!(Slot, lost_altstack), 88);
+        // Each ring index alone on its cache line.
+        assert_eq!(offset_of!(Slot, sample_head), 128);
+        assert_eq!(offset_of!(Slot, sample_tail), 192);
+        assert_eq!(offset_of!(Slot, event_head), 256);
+        assert_eq!(offset_of!(Slot, event_tail), 320);
+        assert_eq!(size_of::<Slot>(), 384);
+    }
+
+    #[test]
+    fn the_areas_follow_each_other_in_whole_pages() {
+        // Header pages, causal area, slot table, then each slot's sample
+        // ring and event ring.
+        assert_eq!(CAUSAL_BYTES % 4096, 0);
+        let table = HEADER_BYTES + CAUSAL_BYTES;
+        assert_eq!(SMALL.slot_table(), table);
+        assert_eq!(
+            SMALL.rings(),
+            table + 4096,
+            "4 slots of 384 bytes: one page"
+        );
+        assert_eq!(SMALL.total(), table + 4096 + 4 * (4096 + 8192));
+        let (seg, _fd) = Segment::create(SMALL, 1, 1, 0, (0, 0)).unwrap();
+        assert_eq!(seg.header().total_bytes as usize, SMALL.total());
+        let base = seg.base as usize;
+        assert_eq!(
+            seg.causal() as *const CausalArea as usize,
+            base + HEADER_BYTES
+        );
+        assert_eq!(seg.slot(1) as *const Slot as usize, base + table + 384);
+        assert_eq!(seg.ring_data(0) as usize, base + SMALL.rings());
+        assert_eq!(
+            seg.ring_data(2) as usize,
+            base + SMALL.rings() + 2 * (4096 + 8192)
+        );
+    }
+
+    #[test]
+    fn layouts_out_of_bounds_are_refused() {
+        for layout in [
+            Layout { slots: 0, ..SMALL },
+            Layout {
+                slots: (1 << 16) + 1,
+                ..SMALL
+            },
+            Layout {
+                sample_ring_bytes: 4095,
+                ..SMALL
+            },
+            Layout {
+                event_ring_bytes: 2048,
+                ..SMALL
+            },
+            Layout {
+                event_ring_bytes: 1 << 27,
+                ..SMALL
+            },
+        ] {
+            assert!(
+                Segment::create(layout, 1, 1, 0, (0, 0)).is_err(),
+                "{layout:?}"
+            );
+        }
     }
 }

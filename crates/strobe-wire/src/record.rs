@@ -1,40 +1,10 @@
-//! The records that travel through a segment's rings, and the process
-//! information in its header.
+//! The event records that travel through a segment's event rings, the
+//! counter readings they carry, and the process information in the
+//! segment's header. (Sample records are [`crate::sample`]'s.)
 //!
 //! Owns the byte layouts, written by the runtime and decoded by the
 //! collector. Encoding never allocates (it writes into ring space or fixed
 //! stack arrays); decoding never trusts a length it has not checked.
-
-/// Fixed part of a sample record (40 bytes), followed by `depth` frames
-/// (`u64` instruction pointer, then return addresses, innermost first),
-/// then `counters` counter values (`u64` each, see [`COUNTER_MISSING`]).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SampleHead {
-    /// `CLOCK_MONOTONIC` nanoseconds when the signal was handled.
-    pub timestamp_ns: u64,
-    /// The thread's CPU time then.
-    pub cpu_time_ns: u64,
-    /// The process's peak resident set size so far, in KiB.
-    pub peak_rss_kb: u64,
-    /// Kernel thread id.
-    pub tid: i32,
-    /// Frames that follow.
-    pub depth: u16,
-    /// 0 = CPU-time timer, 1 = real-time timer.
-    pub clock: u8,
-    /// 1 when the unwind reached the outermost frame.
-    pub complete: u8,
-    /// Timer expirations merged into this one.
-    pub overruns: u32,
-    /// Counter values after the frames: one per counter the process
-    /// counts (`sampling_events`, in the launcher's order), each the
-    /// change since the thread's previous sample (scaled when the kernel
-    /// multiplexed the counter), or [`COUNTER_MISSING`]. 0 when the
-    /// process counts nothing.
-    pub counters: u16,
-    pub reserved: u16,
-}
 
 /// A counter value that could not be read (the counter did not open on
 /// this thread, the program closed its descriptor, a read failed, or the
@@ -107,46 +77,6 @@ pub fn counter_readings(bytes: &[u8]) -> impl Iterator<Item = CounterReading> + 
     bytes
         .chunks_exact(COUNTER_READING_BYTES)
         .filter_map(read::<CounterReading>)
-}
-
-/// Bytes of [`SampleHead`].
-pub const SAMPLE_HEAD_BYTES: usize = std::mem::size_of::<SampleHead>();
-const _: () = assert!(SAMPLE_HEAD_BYTES == 40);
-
-/// One decoded sample.
-#[derive(Debug, Clone, Copy)]
-pub struct SampleView<'a> {
-    /// The fixed part.
-    pub head: SampleHead,
-    /// Instruction pointer first, then return addresses.
-    pub frames: &'a [u64],
-    /// Counter changes since the thread's previous sample (see
-    /// [`SampleHead::counters`]).
-    pub counters: &'a [u64],
-}
-
-/// Decodes a sample ring payload; `None` when malformed.
-pub fn decode_sample(payload: &[u8]) -> Option<SampleView<'_>> {
-    if payload.len() < SAMPLE_HEAD_BYTES {
-        return None;
-    }
-    // SAFETY: at least one head's bytes; read_unaligned copes with alignment.
-    let head: SampleHead =
-        unsafe { std::ptr::read_unaligned(payload.as_ptr() as *const SampleHead) };
-    let rest = &payload[SAMPLE_HEAD_BYTES..];
-    let depth = head.depth as usize;
-    let counters = head.counters as usize;
-    if rest.len() < (depth + counters) * 8 || !(rest.as_ptr() as usize).is_multiple_of(8) {
-        return None;
-    }
-    // SAFETY: `depth + counters` aligned u64s fit in the payload (checked).
-    let all = unsafe { std::slice::from_raw_parts(rest.as_ptr() as *const u64, depth + counters) };
-    let (frames, counters) = all.split_at(depth);
-    Some(SampleView {
-        head,
-        frames,
-        counters,
-    })
 }
 
 /// Kinds of event records.
@@ -520,50 +450,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn samples_round_trip_and_short_ones_are_refused() {
-        let head = SampleHead {
-            timestamp_ns: 5,
-            tid: 9,
-            depth: 2,
-            ..Default::default()
-        };
-        let mut buf = vec![0u64; 7];
-        // SAFETY: 56 bytes of the u64 buffer.
-        let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr() as *mut u8, 56) };
-        bytes[..40].copy_from_slice(as_bytes(&head));
-        bytes[40..48].copy_from_slice(&0x1000u64.to_ne_bytes());
-        bytes[48..56].copy_from_slice(&0x2000u64.to_ne_bytes());
-        let s = decode_sample(bytes).unwrap();
-        assert_eq!(s.head, head);
-        assert_eq!(s.frames, &[0x1000, 0x2000]);
-        assert!(s.counters.is_empty());
-        assert!(
-            decode_sample(&bytes[..48]).is_none(),
-            "depth says 2 frames, 1 present"
-        );
-    }
-
-    #[test]
-    fn samples_carry_counter_values_after_the_frames() {
-        let head = SampleHead {
-            depth: 1,
-            counters: 2,
-            ..Default::default()
-        };
-        let mut buf = vec![0u64; 8];
-        // SAFETY: 64 bytes of the u64 buffer.
-        let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr() as *mut u8, 64) };
-        bytes[..40].copy_from_slice(as_bytes(&head));
-        bytes[40..48].copy_from_slice(&0x1000u64.to_ne_bytes());
-        bytes[48..56].copy_from_slice(&7u64.to_ne_bytes());
-        bytes[56..64].copy_from_slice(&COUNTER_MISSING.to_ne_bytes());
-        let s = decode_sample(bytes).unwrap();
-        assert_eq!(s.frames, &[0x1000]);
-        assert_eq!(s.counters, &[7, COUNTER_MISSING]);
-        assert!(decode_sample(&bytes[..56]).is_none());
-    }
-
-    #[test]
     fn counter_deltas_scale_multiplexed_counts_and_refuse_missing_ones() {
         let r = |raw, enabled_ns, running_ns| CounterReading {
             raw,
@@ -602,5 +488,80 @@ mod tests {
             ]
         );
         assert_eq!(info_entries(&bytes[..bytes.len() - 3]).count(), 2);
+    }
+
+    #[test]
+    fn the_record_layouts_are_the_contract() {
+        use std::mem::{offset_of, size_of};
+        assert_eq!(size_of::<EventHead>(), EVENT_HEAD_BYTES);
+        assert_eq!(EVENT_HEAD_BYTES, 16);
+        assert_eq!(offset_of!(EventHead, kind), 0);
+        assert_eq!(offset_of!(EventHead, flags), 2);
+        assert_eq!(offset_of!(EventHead, arg), 4);
+        assert_eq!(offset_of!(EventHead, timestamp_ns), 8);
+        assert_eq!(COUNTER_READING_BYTES, 24);
+        assert_eq!(size_of::<XptiBody>(), 40);
+        assert_eq!(offset_of!(XptiBody, stream_id), 32);
+        assert_eq!(offset_of!(XptiBody, trace_type), 36);
+        assert_eq!(size_of::<ModuleBody>(), 48);
+        assert_eq!(offset_of!(ModuleBody, build_id_len), 40);
+        assert_eq!(size_of::<MpiCallBody>(), 64);
+        assert_eq!(offset_of!(MpiCallBody, function), 40);
+        assert_eq!(offset_of!(MpiCallBody, comm_len), 44);
+        assert_eq!(offset_of!(MpiCallBody, peer), 48);
+        assert_eq!(offset_of!(MpiCallBody, comm_size), 60);
+        assert_eq!(size_of::<MpiClockBody>(), 40);
+        assert_eq!(offset_of!(MpiClockBody, rank), 24);
+        assert_eq!(offset_of!(MpiClockBody, phase), 36);
+    }
+
+    #[test]
+    fn events_round_trip_with_their_bytes_and_short_ones_are_refused() {
+        let head = EventHead {
+            kind: event::MODULE,
+            flags: event_flags::TSC,
+            arg: 7,
+            timestamp_ns: 1234,
+        };
+        let body = ModuleBody {
+            bias: 0x1000,
+            text_start: 0x2000,
+            text_end: 0x3000,
+            mapped_start: 0x1000,
+            mapped_end: 0x4000,
+            build_id_len: 2,
+            reserved: 0,
+        };
+        let mut payload = head.as_bytes().to_vec();
+        payload.extend_from_slice(as_bytes(&body));
+        payload.extend_from_slice(b"\xab\xcd/lib/x.so");
+        let e = decode_event(&payload).unwrap();
+        assert_eq!(e.head, head);
+        assert_eq!(read::<ModuleBody>(e.bytes), Some(body));
+        assert_eq!(&e.bytes[48..], b"\xab\xcd/lib/x.so");
+        assert!(decode_event(&payload[..15]).is_none());
+        assert!(read::<ModuleBody>(&e.bytes[..47]).is_none());
+    }
+
+    #[test]
+    fn an_mpi_calls_ticks_become_nanoseconds_once() {
+        let body = MpiCallBody {
+            begin_ns: 1000,
+            fields: mpi_fields::TICKS | mpi_fields::BYTES,
+            ..Default::default()
+        };
+        let mut bytes = as_bytes(&body).to_vec();
+        bytes.extend_from_slice(b"comm");
+        MpiCallBody::begin_to_ns(&mut bytes, 10_000, |t| t * 3);
+        let converted = read::<MpiCallBody>(&bytes).unwrap();
+        assert_eq!(converted.begin_ns, 3000);
+        assert_eq!(converted.fields, mpi_fields::BYTES);
+        assert_eq!(&bytes[64..], b"comm", "what follows the body is kept");
+        // Already converted: left alone; bounded by the end.
+        MpiCallBody::begin_to_ns(&mut bytes, 10_000, |t| t * 3);
+        assert_eq!(read::<MpiCallBody>(&bytes).unwrap().begin_ns, 3000);
+        let mut late = as_bytes(&body).to_vec();
+        MpiCallBody::begin_to_ns(&mut late, 2000, |t| t * 3);
+        assert_eq!(read::<MpiCallBody>(&late).unwrap().begin_ns, 2000);
     }
 }

@@ -24,3 +24,21 @@ pub fn abstract_address(name: &str) -> io::Result<(libc::sockaddr_un, libc::sock
     let len = (std::mem::size_of::<libc::sa_family_t>() + 1 + bytes.len()) as libc::socklen_t;
     Ok((addr, len))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_name_follows_a_nul_and_the_length_counts_no_terminator() {
+        let (addr, len) = abstract_address("strobe-1").unwrap();
+        assert_eq!(addr.sun_family, libc::AF_UNIX as libc::sa_family_t);
+        assert_eq!(addr.sun_path[0], 0);
+        let name: Vec<u8> = addr.sun_path[1..9].iter().map(|&c| c as u8).collect();
+        assert_eq!(name, b"strobe-1");
+        assert_eq!(len as usize, std::mem::size_of::<libc::sa_family_t>() + 9);
+        let longest = "x".repeat(addr.sun_path.len() - 1);
+        assert!(abstract_address(&longest).is_ok());
+        assert!(abstract_address(&format!("{longest}x")).is_err());
+    }
+}

@@ -3,12 +3,13 @@
 //!
 //! Owns the checks for static binaries (no program interpreter) and
 //! set-user-ID/set-group-ID images (the loader ignores `LD_PRELOAD` for
-//! them), and finding a command in `PATH` as `execvp` does. Reads at most one page of the file; never runs in a signal
-//! handler.
+//! them), and finding a command in `PATH` as `execvp` does. Reads at
+//! most one page of the file; never runs in a signal handler. The reasons
+//! it answers with are the segment's (`strobe_wire::segment::exec_reason`).
 
-use super::segment::exec_reason;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
+use strobe_wire::segment::exec_reason;
 
 fn os_str(bytes: &[u8]) -> &OsStr {
     OsStr::from_bytes(bytes)

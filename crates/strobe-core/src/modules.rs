@@ -5,7 +5,9 @@
 //! GNU build id, and the in-memory location of its `.eh_frame_hdr` and
 //! `.eh_frame` unwind tables. Opens no files: everything comes from memory
 //! the loader already mapped. Allocates, so it never runs in a signal
-//! handler; callers rebuild the unwinder snapshot from its result.
+//! handler; callers (the sampler's unwinder snapshot, the runtime's module
+//! announcements) work from its result. [`find_build_id`] parses note
+//! bytes from anywhere: the collector also reads it from files.
 
 use std::ffi::CStr;
 use std::ops::Range;

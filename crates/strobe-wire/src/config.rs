@@ -3,9 +3,11 @@
 //!
 //! Owns the fields, their defaults and the text encoding. The runtime
 //! decodes it with no config-file parser and no settings registry: a
-//! malformed value is an error naming the field, never a guess.
+//! malformed value is an error naming the field, never a guess. Encoding
+//! and decoding allocate: they run in the launcher and at the runtime's
+//! start-up, never in a signal handler.
 
-use super::segment::Layout;
+use crate::segment::Layout;
 
 /// Environment variable carrying the encoded [`RuntimeConfig`].
 pub const CONFIG_ENV: &str = "STROBE_INTERNAL_RUNTIME";
@@ -53,7 +55,7 @@ pub struct RuntimeConfig {
     pub counters: Vec<String>,
     /// The process takes part in causal profiling: every sample is
     /// checked against the experiment the collector runs, and threads
-    /// pause for the delay they owe (see `shm::causal`).
+    /// pause for the delay they owe (see [`crate::causal`]).
     pub causal: bool,
     /// Whether the CPU-time (0) and real-time (1) samplers take samples
     /// from the process's first instant (no delay, no trace periods): the
