@@ -4,9 +4,11 @@
 //! table physically suffixed with the process uuid, unsuffixed views over
 //! them, the standard rocpd data and summary views) plus `strobe_` tables
 //! for modules, interned frames and call sites, counter time series and
-//! settings. This crate owns the schema ([`schema`]), the streaming
-//! [`Writer`], the multi-file [`Profile`] reader (any number of files: more
-//! than ten are read in place, [`federation`]), synthetic MPI jobs for tests
+//! settings. This crate owns the schema ([`schema`]) and is the only crate
+//! that writes SQL for it: the streaming [`Writer`], the multi-file
+//! [`Profile`] reader (any number of files: more than ten are read in
+//! place, [`federation`]) and the one way the exporters read a profile,
+//! [`Profile::visit`] with a [`visit::ProfileSink`], synthetic MPI jobs for tests
 //! and benchmarks ([`synth`]), the fast raw scans of
 //! samples for readers on threads of their own ([`scan`]), the physical
 //! [`merge`], the [`summary`] computations and the MPI ones ([`mpi`]),

@@ -192,6 +192,22 @@ pub struct CounterRow {
     pub value: f64,
 }
 
+impl CounterRow {
+    /// The row of a query whose columns are guid, pid, tid, name, units,
+    /// timestamp and value, in that order.
+    pub(crate) fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CounterRow> {
+        Ok(CounterRow {
+            guid: r.get(0)?,
+            pid: r.get(1)?,
+            tid: r.get(2)?,
+            name: r.get(3)?,
+            units: r.get(4)?,
+            timestamp: r.get(5)?,
+            value: r.get(6)?,
+        })
+    }
+}
+
 /// A thread.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ThreadRecord {
@@ -732,17 +748,7 @@ impl Profile {
             &self.conn,
             "SELECT guid, pid, tid, name, units, timestamp, value FROM strobe_counters ORDER BY timestamp, guid, name",
             &[],
-            |r| {
-                Ok(CounterRow {
-                    guid: r.get(0)?,
-                    pid: r.get(1)?,
-                    tid: r.get(2)?,
-                    name: r.get(3)?,
-                    units: r.get(4)?,
-                    timestamp: r.get(5)?,
-                    value: r.get(6)?,
-                })
-            },
+            CounterRow::from_row,
             self.path(),
         )
     }

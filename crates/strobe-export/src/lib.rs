@@ -8,10 +8,11 @@
 //! [`folded::write_folded`], [`folded::write_flamegraph`],
 //! [`folded::write_diff_flamegraph`], [`pprof::write_pprof`],
 //! [`firefox::write_firefox`], [`csv::write_csv`] and
-//! [`parquet::write_parquet`] (a directory: a Parquet dataset). They read the
-//! profile through streaming, time-ordered queries ([`source`]) and never
-//! hold a trace in memory. The crate never prints and never chooses file
-//! names beyond [`format::Format::extension`].
+//! [`parquet::write_parquet`] (a directory: a Parquet dataset). Each is a
+//! sink of [`strobe_db::Profile::visit`] (Parquet still reads each
+//! process's tables itself) and never holds a trace in memory. The crate
+//! never prints, never writes SQL and never chooses file names beyond
+//! [`format::Format::extension`].
 
 #![warn(missing_docs)]
 

@@ -80,7 +80,7 @@ impl std::ops::Add<Shift> for i64 {
 }
 
 /// Per-process shift that puts every process on one time base: other
-/// processes as their node ([`node_shifts`]); MPI ranks that measured
+/// processes as their node (`node_shifts`); MPI ranks that measured
 /// their clock against rank 0 (when rank 0 is among `procs`) on rank 0's
 /// clock with those measurements (to within half the round trip of the
 /// best exchange: microseconds), then shifted as rank 0 is.

@@ -48,22 +48,10 @@ impl Iterator for Counters<'_> {
                 "SELECT guid, pid, tid, name, units, timestamp, value FROM strobe_counters \
                  WHERE guid = '{guid}' ORDER BY timestamp, name"
             );
-            match self.p.query_stream(&sql, counter_row) {
+            match self.p.query_stream(&sql, CounterRow::from_row) {
                 Ok(s) => self.current = Some(s),
                 Err(e) => return Some(Err(e)),
             }
         }
     }
-}
-
-fn counter_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CounterRow> {
-    Ok(CounterRow {
-        guid: r.get(0)?,
-        pid: r.get(1)?,
-        tid: r.get(2)?,
-        name: r.get(3)?,
-        units: r.get(4)?,
-        timestamp: r.get(5)?,
-        value: r.get(6)?,
-    })
 }

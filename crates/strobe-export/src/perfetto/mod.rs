@@ -168,7 +168,7 @@ type PendingEnd = Reverse<(i64, u64, usize, usize)>;
 /// Regions of one thread that overlap without nesting go to extra child
 /// tracks of the thread, so every track holds properly nested BEGIN/END
 /// pairs. Timestamps are written as given plus the per-process shift
-/// (see [`crate::source::clock_shifts`]), on `CLOCK_MONOTONIC`.
+/// (see [`strobe_db::visit::clock_shifts`]), on `CLOCK_MONOTONIC`.
 pub struct PerfettoWriter<W: Write> {
     out: W,
     /// Framed packets not yet handed to `out` (up to [`OUT_CHUNK`]).
