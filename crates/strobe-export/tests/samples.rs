@@ -181,3 +181,102 @@ fn a_large_process_written_out_of_order_is_sorted_and_windowed() {
     assert!(!windowed.is_empty() && windowed.len() < all.len() / 10);
     assert_eq!(windowed, from_view(&p));
 }
+
+/// A sink that records what it is handed and fails where told.
+struct Recorder {
+    order: Order,
+    fail_after: Option<usize>,
+    calls: Vec<String>,
+}
+
+#[derive(Debug)]
+enum RecorderError {
+    Db(DbError),
+    Mine(usize),
+}
+
+impl From<DbError> for RecorderError {
+    fn from(e: DbError) -> Self {
+        RecorderError::Db(e)
+    }
+}
+
+impl Recorder {
+    fn note(&mut self, what: String) -> Result<(), RecorderError> {
+        self.calls.push(what);
+        match self.fail_after {
+            Some(n) if self.calls.len() > n => Err(RecorderError::Mine(self.calls.len())),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl ProfileSink for Recorder {
+    type Error = RecorderError;
+    fn order(&self) -> Order {
+        self.order
+    }
+    fn begin(&mut self, run: &strobe_db::visit::Run) -> Result<(), RecorderError> {
+        self.note(format!("begin {}", run.processes.len()))
+    }
+    fn sample(&mut self, s: &SampleEvent<'_>, _: &mut Stacks<'_>) -> Result<(), RecorderError> {
+        self.note(format!("sample {}", s.timestamp))
+    }
+    fn sample_counts(&mut self, c: strobe_db::visit::ProcessSamples) -> Result<(), RecorderError> {
+        self.note(format!("counts {}", c.groups.len()))
+    }
+    fn counter(&mut self, _: &strobe_db::visit::CounterRow) -> Result<(), RecorderError> {
+        self.note("counter".into())
+    }
+    fn stream_end(&mut self, stream: Stream) -> Result<(), RecorderError> {
+        self.note(format!("end {stream:?}"))
+    }
+}
+
+#[test]
+fn a_visit_hands_the_streams_in_the_sinks_order_and_returns_the_sinks_own_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for k in 0..3u32 {
+        let path = dir.path().join(format!("p{k}.db"));
+        fixture::write_process(&path, 200 + k, "node-a", 2, 3);
+        files.push(path);
+    }
+    let p = Profile::open_files(&files).unwrap();
+    let samples = from_view(&p).len();
+    assert!(samples > 0);
+    let mut r = Recorder {
+        order: Order::Sequence(&[Stream::SampleCounts, Stream::Samples]),
+        fail_after: None,
+        calls: Vec::new(),
+    };
+    p.visit(&mut r).unwrap();
+    assert_eq!(r.calls[0], "begin 3");
+    let kinds: Vec<&str> = r
+        .calls
+        .iter()
+        .map(|c| c.split(' ').next().unwrap())
+        .collect();
+    // Counts per process, then every sample, each stream closed in turn.
+    let end_counts = kinds.iter().position(|k| *k == "end").unwrap();
+    assert!(kinds[1..end_counts].iter().all(|k| *k == "counts"));
+    assert_eq!(end_counts - 1, 3, "one count per process");
+    assert_eq!(r.calls[end_counts], "end SampleCounts");
+    assert_eq!(kinds.iter().filter(|k| **k == "sample").count(), samples);
+    assert_eq!(r.calls.last().unwrap(), "end Samples");
+    // A sink's error stops the visit and comes back as the sink's own,
+    // from the counting workers too.
+    for fail_after in [1, 2, end_counts + 1] {
+        let mut r = Recorder {
+            order: Order::Sequence(&[Stream::SampleCounts, Stream::Samples]),
+            fail_after: Some(fail_after),
+            calls: Vec::new(),
+        };
+        match p.visit(&mut r) {
+            Err(RecorderError::Mine(n)) => assert_eq!(n, fail_after + 1),
+            Err(RecorderError::Db(e)) => panic!("expected the sink's error, got {e}"),
+            Ok(()) => panic!("expected the sink's error, the visit went on"),
+        }
+        assert_eq!(r.calls.len(), fail_after + 1, "nothing after the error");
+    }
+}

@@ -191,43 +191,7 @@ impl Profile {
                     });
                 }
                 for (s, &stream) in started.into_iter().zip(streams) {
-                    match s {
-                        Started::Regions(rs) => {
-                            for r in rs {
-                                sink.region(&r?)?;
-                            }
-                        }
-                        Started::Samples(mut ss) => {
-                            while let Some(row) = ss.next_row() {
-                                let (k, raw) = row?;
-                                sink.sample(&SampleEvent::of(ss.guid(k), &raw), &mut stacks)?;
-                            }
-                        }
-                        Started::SampleCounts => {
-                            let resolve = sink.resolve_counted_stacks();
-                            let mut failed = None;
-                            let visited = crate::scan::for_each_process(
-                                self,
-                                run.period_ns,
-                                resolve,
-                                &mut |ps| {
-                                    sink.sample_counts(ps).map_err(|e| {
-                                        failed = Some(e);
-                                        DbError::SinkStopped
-                                    })
-                                },
-                            );
-                            if let Some(e) = failed {
-                                return Err(e);
-                            }
-                            visited?;
-                        }
-                        Started::Counters(cs) => {
-                            for c in cs {
-                                sink.counter(&c?)?;
-                            }
-                        }
-                    }
+                    self.drain(s, sink, &mut stacks, run.period_ns)?;
                     sink.stream_end(stream)?;
                 }
             }
@@ -235,6 +199,51 @@ impl Profile {
                 self.visit_merged(sink, &mut stacks)?;
                 for stream in [Stream::Regions, Stream::Samples, Stream::Counters] {
                     sink.stream_end(stream)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands one started stream to `sink`, whole.
+    fn drain<S: ProfileSink>(
+        &self,
+        stream: Started<'_>,
+        sink: &mut S,
+        stacks: &mut Stacks<'_>,
+        period_ns: i64,
+    ) -> Result<(), S::Error> {
+        match stream {
+            Started::Regions(rs) => {
+                for r in rs {
+                    sink.region(&r?)?;
+                }
+            }
+            Started::Samples(mut ss) => {
+                while let Some(row) = ss.next_row() {
+                    let (k, raw) = row?;
+                    sink.sample(&SampleEvent::of(ss.guid(k), &raw), stacks)?;
+                }
+            }
+            Started::SampleCounts => {
+                let resolve = sink.resolve_counted_stacks();
+                // The sink's own error comes back as is, not as the
+                // stand-in the counting workers stop on.
+                let mut failed = None;
+                let counted = crate::scan::for_each_process(self, period_ns, resolve, &mut |ps| {
+                    sink.sample_counts(ps).map_err(|e| {
+                        failed = Some(e);
+                        DbError::SinkStopped
+                    })
+                });
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                counted?;
+            }
+            Started::Counters(cs) => {
+                for c in cs {
+                    sink.counter(&c?)?;
                 }
             }
         }
