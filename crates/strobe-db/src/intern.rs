@@ -9,66 +9,15 @@
 //! writer inserts the row and records the id here.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::writer::StackFrame;
 
 /// Most whole stacks remembered by the shortcut cache.
 pub(crate) const STACK_CACHE_CAP: usize = 16 * 1024;
 
-/// A fast non-cryptographic hasher (the Fx multiply-rotate scheme). The
-/// keys are our own ids and pcs, so hash flooding is not a concern.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct FastHasher(u64);
-
-impl FastHasher {
-    #[inline]
-    fn add(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-impl Hasher for FastHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut b = [0u8; 8];
-            b[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(b));
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, v: u64) {
-        self.add(v);
-    }
-    #[inline]
-    fn write_i64(&mut self, v: i64) {
-        self.add(v as u64);
-    }
-    #[inline]
-    fn write_usize(&mut self, v: usize) {
-        self.add(v as u64);
-    }
-    #[inline]
-    fn write_isize(&mut self, v: isize) {
-        self.add(v as u64);
-    }
-    #[inline]
-    fn write_u8(&mut self, v: u8) {
-        self.add(u64::from(v));
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type Fast = BuildHasherDefault<FastHasher>;
+/// The maps' hasher: foldhash's fast hasher with a fixed seed. The keys
+/// are our own ids and pcs, so hash flooding is not a concern.
+type Fast = foldhash::fast::FixedState;
 
 /// Row-id caches for interned values.
 #[derive(Debug, Default)]

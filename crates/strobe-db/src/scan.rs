@@ -17,29 +17,9 @@ use std::sync::Arc;
 
 use crate::{DbError, Profile, Result, SampleKind};
 
-/// A hasher for integer row ids (one multiply), for the per-row lookups.
-#[derive(Default)]
-pub struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(*b as u64);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-    fn write_i64(&mut self, v: i64) {
-        self.write_u64(v as u64);
-    }
-}
-
-/// A map keyed by row ids.
-pub type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
+/// A map keyed by row ids (foldhash's fast hasher, fixed seed: the keys
+/// are our own ids).
+pub type IdMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
 /// Rows per page of a paged, ordered scan ([`scan_sql`] with `paged`).
 pub const PAGE: usize = 4096;

@@ -17,8 +17,8 @@ use std::io::Write as _;
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::fasthash::FastMap;
 use crate::jsonw;
+use crate::FastMap;
 
 /// Where whole trace events go: [`EventSink::event`] gives the buffer for
 /// one new event (separator written), [`EventSink::done`] ends it.

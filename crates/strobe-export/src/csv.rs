@@ -444,7 +444,7 @@ struct Csv<'a> {
     samples: Out,
     top: Top,
     /// (process number, stack) of every stack the samples named.
-    stacks: std::collections::HashSet<(i64, i64), crate::fasthash::Fast>,
+    stacks: std::collections::HashSet<(i64, i64), crate::Fast>,
     /// A guid of each process number that named a stack.
     guids: HashMap<i64, Arc<str>>,
 }

@@ -117,7 +117,7 @@ const COLUMNS: usize = 10;
 /// Most region names a thread remembers by pointer.
 const NAME_CACHE: usize = 4096;
 
-use crate::fasthash::FastMap;
+use crate::FastMap;
 
 /// Appends an unsigned integer.
 #[inline]

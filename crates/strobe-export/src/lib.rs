@@ -20,7 +20,6 @@ pub mod chrome;
 mod cpu_profile;
 pub mod csv;
 pub mod error;
-mod fasthash;
 pub mod firefox;
 pub mod folded;
 pub mod format;
@@ -31,6 +30,13 @@ pub mod pprof;
 mod spool;
 
 pub use error::{ExportError, Result};
+
+/// The exporters' hasher for their hot maps: foldhash's fast hasher with a
+/// fixed seed (keys are ids and names of the profile being read; a fixed
+/// seed keeps every run's output the same).
+pub(crate) type Fast = foldhash::fast::FixedState;
+/// A map on [`Fast`].
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, Fast>;
 
 /// Identity of a frame within a process: guid, module path, pc relative
 /// to the module, function name (when symbolized).

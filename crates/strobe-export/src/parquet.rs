@@ -337,7 +337,7 @@ struct ColumnData {
 struct StrColumn {
     codes: Vec<u32>,
     values: Vec<ByteArray>,
-    index: crate::fasthash::FastMap<(usize, usize), u32>,
+    index: crate::FastMap<(usize, usize), u32>,
     /// The last value pushed: (buffer, length, code).
     last: Option<(usize, usize, u32)>,
 }

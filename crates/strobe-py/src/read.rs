@@ -22,6 +22,7 @@ use pyo3::exceptions::{PyFileNotFoundError, PyRuntimeError, PyStopIteration, PyV
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use strobe_db::summary::{function_summary, region_summary, thread_summary};
+use strobe_db::visit::Table as NamedTable;
 use strobe_db::{DbError, Profile, Value};
 
 #[path = "read_cols.rs"]
@@ -79,24 +80,26 @@ pub fn open_profile(
     Ok(p)
 }
 
-/// The SQL behind each named table, in its documented order (the order
-/// chunks come in as well).
-fn table_sql(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "regions" => "SELECT id, guid, pid, tid, category, name, start, \"end\", duration, stack_id, event_id FROM regions ORDER BY start, \"end\" DESC, guid, id",
-        "threads" => "SELECT guid, pid, tid, name, start, \"end\", hostname FROM threads ORDER BY start, guid, tid",
-        "processes" => "SELECT guid, pid, ppid, command, hostname, machine_id, init, start, \"end\", fini FROM processes ORDER BY start, guid",
-        "counters" => "SELECT guid, pid, tid, name, units, timestamp, value FROM strobe_counters ORDER BY timestamp, guid, name, id",
-        "stacks" => "SELECT S.guid, S.id AS stack_id, S.depth, S.function, S.module, S.rel_pc, S.file, S.line FROM (SELECT C.guid, C.id, C.depth, F.function, F.module, F.rel_pc, F.file, F.line FROM strobe_callsite C JOIN strobe_frames F ON F.id = C.frame_id AND F.guid = C.guid) S ORDER BY S.guid, S.id",
-        _ => return None,
-    })
+/// Streams the rows of a query or of a named table of `p`: column names
+/// to `on_columns` once, each row to `on_row`.
+fn each_row(
+    p: &Profile,
+    rows: &Rows,
+    on_columns: &mut dyn FnMut(&[String]),
+    on_row: &mut dyn FnMut(&[Value]) -> Result<(), DbError>,
+) -> Result<u64, DbError> {
+    match rows {
+        Rows::Sql(sql) => p.query_each(sql, on_columns, on_row),
+        Rows::Named(t) => p.table_rows(*t, on_columns, on_row),
+    }
 }
 
-/// Runs `sql` on `p` into one table.
-fn query_table(p: &Profile, sql: &str) -> Result<Table, DbError> {
+/// Runs a query or reads a named table of `p` into one table.
+fn query_table(p: &Profile, rows: &Rows) -> Result<Table, DbError> {
     let table: RefCell<Option<Table>> = RefCell::new(None);
-    p.query_each(
-        sql,
+    each_row(
+        p,
+        rows,
         &mut |cols| *table.borrow_mut() = Some(Table::new(cols.to_vec())),
         &mut |vals| {
             if let Some(t) = table.borrow_mut().as_mut() {
@@ -108,11 +111,20 @@ fn query_table(p: &Profile, sql: &str) -> Result<Table, DbError> {
     Ok(table.into_inner().unwrap_or_else(|| Table::new(Vec::new())))
 }
 
+/// Where rows of values come from.
+#[derive(Clone)]
+enum Rows {
+    /// A query the user wrote.
+    Sql(String),
+    /// A named table (`Profile.table`).
+    Named(NamedTable),
+}
+
 /// What a chunked reader streams.
 #[derive(Clone)]
 enum Job {
-    /// The rows of an SQL query.
-    Sql(String),
+    /// Rows of values.
+    Rows(Rows),
     /// Samples with resolved frames (see [`samples`]).
     Samples { stack: bool },
 }
@@ -167,13 +179,14 @@ fn spawn_chunks(
             p.set_window_text(window.0.as_deref(), window.1.as_deref())
                 .map_err(db_err)?;
             match job {
-                Job::Sql(sql) => {
+                Job::Rows(rows) => {
                     let table: RefCell<Option<Table>> = RefCell::new(None);
                     let names: RefCell<Vec<String>> = RefCell::new(Vec::new());
                     let mut sent = false;
                     let mut closed = false;
-                    let r = p.query_each(
-                        &sql,
+                    let r = each_row(
+                        &p,
+                        &rows,
                         &mut |cols| {
                             *names.borrow_mut() = cols.to_vec();
                             *table.borrow_mut() = Some(Table::new(cols.to_vec()));
@@ -252,7 +265,7 @@ impl NativeProfile {
             return Ok(Bound::new(py, c)?.into_any());
         }
         let t = match job {
-            Job::Sql(sql) => query_table(&self.p, &sql).map_err(db_err)?,
+            Job::Rows(rows) => query_table(&self.p, &rows).map_err(db_err)?,
             Job::Samples { stack } => samples::all(&self.p, stack)?,
         };
         Ok(t.into_py(py)?.into_any())
@@ -325,7 +338,7 @@ impl NativeProfile {
         sql: String,
         chunks: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.table(py, Job::Sql(sql), chunks)
+        self.table(py, Job::Rows(Rows::Sql(sql)), chunks)
     }
 
     /// A named table (`regions`, `threads`, `processes`, `counters`,
@@ -337,9 +350,9 @@ impl NativeProfile {
         name: &str,
         chunks: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let sql = table_sql(name)
+        let t = NamedTable::frame(name)
             .ok_or_else(|| PyValueError::new_err(format!("no table named {name}")))?;
-        self.table(py, Job::Sql(sql.to_string()), chunks)
+        self.table(py, Job::Rows(Rows::Named(t)), chunks)
     }
 
     /// Samples with their leaf frame resolved (and whole stacks when

@@ -1,22 +1,21 @@
 //! The samples table: every sample of a profile as typed columns, with
 //! its leaf frame (and optionally its whole stack) resolved.
 //!
-//! Owns reading `rocpd_sample` fast for Python: the whole table by
-//! strobe-db's raw scans (`strobe_db::scan`: each process, each half of a
-//! large one, on a reader thread with its own connection, ids mapped by
-//! its `Mapper`), then a stable sort by timestamp; or chunk by chunk by a
-//! merge of per-process time-ordered scans. Both give the order
-//! (timestamp, process, row id), so chunks concatenate to the whole
-//! table. Frames are resolved once per distinct stack by
-//! `Profile::resolve_stack` and named by `ResolvedFrame::display_name`,
-//! the names `strobe summary` and the exports show. It must never hold
-//! more than one copy of a column plus the row order, and never create a
-//! Python object per row.
+//! Owns turning samples into columns for Python: the whole table from
+//! strobe-db's parallel scans (`Profile::scan_sample_parts`), then a
+//! stable sort by timestamp; or chunk by chunk from its merge of
+//! per-process time-ordered scans (`Profile::samples_by_process_order`).
+//! Both give the order (timestamp, process, row id), so chunks
+//! concatenate to the whole table. Frames are resolved once per distinct
+//! stack by `Profile::resolve_stack` and named by
+//! `ResolvedFrame::display_name`, the names `strobe summary` and the
+//! exports show. It must never hold more than one copy of a column plus
+//! the row order, never create a Python object per row, and never read
+//! the database itself.
 
 use std::collections::HashMap;
 
 use pyo3::prelude::*;
-use strobe_db::scan::{open_attached, qerr, scan_sql, split_point, Mapper};
 use strobe_db::{DbError, Profile, SampleKind};
 
 use super::cols::{Col, Dict, Table};
@@ -60,102 +59,18 @@ impl Batch {
     }
 }
 
-/// Scans one process's samples (a row-id range of them) in row order on a
-/// connection of its own.
-fn scan_part(
-    file: &str,
-    sc: &str,
-    sf: &str,
-    set: u32,
-    window: strobe_db::scan::Window,
-    rows: strobe_db::scan::Window,
-    time_kind: SampleKind,
-) -> Result<Batch, DbError> {
-    let conn = open_attached(file, sc)?;
-    let mut mapper = Mapper::new(&conn, sc, sf, time_kind)?;
-    let sql = scan_sql(sc, sf, window, rows, false);
-    let mut st = conn.prepare(&sql).map_err(qerr(&sql))?;
-    let mut q = st.query([]).map_err(qerr(&sql))?;
-    let mut b = Batch::default();
-    while let Some(r) = q.next().map_err(qerr(&sql))? {
-        let s = mapper.map(&conn, r, &sql)?;
-        b.push(set, &s);
-    }
-    Ok(b)
-}
-
 /// Every sample of `p` (window applied) in (timestamp, process, row id)
 /// order.
 pub fn all(p: &Profile, stack: bool) -> PyResult<Table> {
-    let time_kind = strobe_db::summary::time_kind(p).map_err(db_err)?;
-    let conn = p.connection();
-    let window = p.window();
-    let sets = p.table_sets();
-    let mut work = Vec::new();
-    for (k, (ts, _)) in sets.iter().enumerate() {
-        let file = p.set_file(k).to_string_lossy().into_owned();
-        // A profile read in place (many files) has no per-process tables
-        // on its own connection: its processes are read whole.
-        let split = if p.is_federated() {
-            None
-        } else {
-            split_point(conn, &ts.schema, &format!("rocpd_sample{}", ts.suffix)).map_err(db_err)?
-        };
-        match split {
-            Some(mid) => {
-                work.push((k, file.clone(), (None, Some(mid))));
-                work.push((k, file, (Some(mid), None)));
-            }
-            None => work.push((k, file, (None, None))),
-        }
-    }
-    let workers = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .clamp(1, 8)
-        .min(work.len().max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<Result<Vec<(usize, Batch)>, DbError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| -> Result<Vec<(usize, Batch)>, DbError> {
-                    let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some((k, file, rows)) = work.get(i) else {
-                            return Ok(out);
-                        };
-                        let ts = &sets[*k].0;
-                        let b = scan_part(
-                            file, &ts.schema, &ts.suffix, *k as u32, window, *rows, time_kind,
-                        )?;
-                        out.push((i, b));
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(DbError::Query {
-                        message: "a sample reader thread panicked".into(),
-                        sql: String::new(),
-                    })
-                })
-            })
-            .collect()
-    });
-    let mut parts: Vec<(usize, Batch)> = Vec::new();
-    for r in results {
-        parts.extend(r.map_err(db_err)?);
-    }
-    // Work items are in (process, row range) order: concatenated in that
+    // Parts come in (process, row range) order: concatenated in that
     // order, a stable sort by timestamp gives (timestamp, process, row id).
-    parts.sort_by_key(|(i, _)| *i);
+    let parts = p
+        .scan_sample_parts(&Batch::default, &|b: &mut Batch, set, s| b.push(set, s))
+        .map_err(db_err)?;
     let mut b = Batch::default();
-    let total: usize = parts.iter().map(|(_, b)| b.len()).sum();
+    let total: usize = parts.iter().map(Batch::len).sum();
     b.ts.reserve_exact(total);
-    for (_, part) in parts {
+    for part in parts {
         if b.len() == 0 {
             b = part;
         } else {
@@ -169,7 +84,7 @@ pub fn all(p: &Profile, stack: bool) -> PyResult<Table> {
         perm.sort_by_key(|&i| b.ts[i as usize]);
         Some(perm)
     };
-    let guids: Vec<String> = sets.into_iter().map(|(_, g)| g).collect();
+    let guids: Vec<String> = p.table_sets().into_iter().map(|(_, g)| g).collect();
     build(p, &guids, b, perm, stack)
 }
 
@@ -362,76 +277,39 @@ pub fn stream(
             sql: String::new(),
         }));
     }
-    let time_kind = strobe_db::summary::time_kind(p).map_err(db_err)?;
-    let conn = p.connection();
-    let window = p.window();
-    let sets = p.table_sets();
-    let guids: Vec<String> = sets.iter().map(|(_, g)| g.clone()).collect();
-    let sqls: Vec<String> = sets
-        .iter()
-        .map(|(ts, _)| {
-            format!(
-                "{} ORDER BY timestamp, rowid",
-                scan_sql(&ts.schema, &ts.suffix, window, (None, None), false)
-            )
-        })
-        .collect();
-    let mut mappers = Vec::new();
-    for (ts, _) in &sets {
-        mappers.push(Mapper::new(conn, &ts.schema, &ts.suffix, time_kind).map_err(db_err)?);
-    }
-    let mut stmts = Vec::new();
-    for sql in &sqls {
-        stmts.push(conn.prepare(sql).map_err(qerr(sql)).map_err(db_err)?);
-    }
-    let mut rows = Vec::new();
-    for (st, sql) in stmts.iter_mut().zip(&sqls) {
-        rows.push(st.query([]).map_err(qerr(sql)).map_err(db_err)?);
-    }
-    let mut heads: Vec<Option<strobe_db::scan::ScannedSample>> = vec![None; sets.len()];
-    let mut heap = std::collections::BinaryHeap::new();
-    let advance = |k: usize,
-                   rows: &mut Vec<rusqlite_rows::Rows<'_>>,
-                   mappers: &mut Vec<Mapper>,
-                   heads: &mut Vec<Option<strobe_db::scan::ScannedSample>>|
-     -> Result<(), DbError> {
-        let sql = &sqls[k];
-        heads[k] = match rows[k].next().map_err(qerr(sql))? {
-            Some(r) => Some(mappers[k].map(conn, r, sql)?),
-            None => None,
-        };
-        Ok(())
-    };
-    for k in 0..sets.len() {
-        advance(k, &mut rows, &mut mappers, &mut heads).map_err(db_err)?;
-        if let Some(h) = &heads[k] {
-            heap.push(std::cmp::Reverse((h.timestamp, k)));
-        }
-    }
+    let guids: Vec<String> = p.table_sets().into_iter().map(|(_, g)| g).collect();
     let mut b = Batch::default();
     let mut sent = false;
-    while let Some(std::cmp::Reverse((_, k))) = heap.pop() {
-        let Some(s) = heads[k] else { continue };
-        b.push(k as u32, &s);
-        advance(k, &mut rows, &mut mappers, &mut heads).map_err(db_err)?;
-        if let Some(h) = &heads[k] {
-            heap.push(std::cmp::Reverse((h.timestamp, k)));
-        }
+    let mut failed = None;
+    let mut stopped = false;
+    p.samples_by_process_order(&mut |set, s| {
+        b.push(set, s);
         if b.len() >= chunk {
-            let t = build(p, &guids, std::mem::take(&mut b), None, with_stack)?;
+            let t = match build(p, &guids, std::mem::take(&mut b), None, with_stack) {
+                Ok(t) => t,
+                Err(e) => {
+                    failed = Some(e);
+                    return Ok(false);
+                }
+            };
             sent = true;
             if !send(t) {
-                return Ok(());
+                stopped = true;
+                return Ok(false);
             }
         }
+        Ok(true)
+    })
+    .map_err(db_err)?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if stopped {
+        return Ok(());
     }
     if b.len() > 0 || !sent {
         let t = build(p, &guids, b, None, with_stack)?;
         send(t);
     }
     Ok(())
-}
-
-mod rusqlite_rows {
-    pub use strobe_db::rusqlite::Rows;
 }

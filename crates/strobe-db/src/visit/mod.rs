@@ -16,6 +16,7 @@ mod counters;
 mod meta;
 mod regions;
 mod runsort;
+mod sample_table;
 mod samples;
 mod tables;
 

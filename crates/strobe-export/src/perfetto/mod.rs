@@ -32,7 +32,7 @@ use strobe_db::visit::{
 use strobe_db::{Profile, SampleRow};
 
 use crate::error::{ExportError, Result};
-use crate::fasthash::{Fast, FastMap};
+use crate::{Fast, FastMap};
 use proto::*;
 
 /// The packet sequence all data is written on.
