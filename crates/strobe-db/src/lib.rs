@@ -29,6 +29,7 @@ mod intern;
 mod lookup;
 pub mod merge;
 pub mod mpi;
+mod parallel;
 pub mod process;
 pub mod reader;
 mod region_scan;

@@ -382,7 +382,7 @@ impl Profile {
         }
         let mut seen = std::collections::HashSet::new();
         let mut checked = Vec::with_capacity(files.len());
-        crate::scan::ordered_parallel(
+        crate::parallel::ordered_parallel(
             files.len(),
             &|i| check_file(&files[i]),
             &mut |i, suffixes| {

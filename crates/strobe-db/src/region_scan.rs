@@ -13,7 +13,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::duration_stats::{FirstPass, MedianTarget};
-use crate::scan::{ordered_parallel, qerr, with_file, work_items, IdMap, Window};
+use crate::parallel::ordered_parallel;
+use crate::scan::{qerr, with_file, work_items, IdMap, Window};
 use crate::{Profile, Result};
 use rusqlite::OptionalExtension;
 

@@ -5,7 +5,7 @@
 //! JSON parser, and the samples counted per (process, thread, stack) by
 //! worker threads, handed over one process at a time in order
 //! ([`for_each_process`], shared by the summary and the exports; the
-//! worker pool, [`ordered_parallel`], also serves the summary of a
+//! worker pool, `parallel::ordered_parallel`, also serves the summary of a
 //! profile read in place). A worker keeps the last file it opened for
 //! the next process of the same file (a merged file holds many).
 //!
@@ -292,7 +292,7 @@ pub struct SampleGroup {
     /// Call site row id of the leaf (`None`: no stack).
     pub stack_id: Option<i64>,
     /// On-CPU samples (of the profile's time kind, see
-    /// [`crate::summary::time_kind`]).
+    /// [`Profile::time_kind`]).
     pub samples: u64,
     /// Time the on-CPU samples stand for (ns): the sum of their weights,
     /// where a sample without a weight (a database written before weights
@@ -414,99 +414,6 @@ pub(crate) fn map_tally(
     })
 }
 
-/// Work items counted ahead of the one handed over next, at most (their
-/// results wait in memory until their turn).
-const LOOKAHEAD: usize = 16;
-
-/// Runs `work(i)` for every `i` in `0..n` on two to four worker threads,
-/// at most [`LOOKAHEAD`] items ahead of the consumer, and hands each
-/// result to `f` in order of `i` on the calling thread. The first error
-/// (of a worker or of `f`) stops the workers and is returned.
-pub(crate) fn ordered_parallel<T: Send>(
-    n: usize,
-    work: &(dyn Fn(usize) -> Result<T> + Sync),
-    f: &mut dyn FnMut(usize, T) -> Result<()>,
-) -> Result<()> {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    let workers = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .clamp(2, 4)
-        .min(n.max(1));
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    // Items handed over so far, and a condition workers wait on to stay
-    // within LOOKAHEAD of it.
-    let handed = (std::sync::Mutex::new(0usize), std::sync::Condvar::new());
-    let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<T>)>();
-    std::thread::scope(|scope| -> Result<()> {
-        for _ in 0..workers {
-            let tx = tx.clone();
-            let (next, stop, handed) = (&next, &stop, &handed);
-            scope.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
-                    return;
-                }
-                {
-                    let (lock, cv) = handed;
-                    let mut h = lock.lock().unwrap_or_else(|e| e.into_inner());
-                    while i >= *h + LOOKAHEAD && !stop.load(Ordering::Relaxed) {
-                        h = cv.wait(h).unwrap_or_else(|e| e.into_inner());
-                    }
-                }
-                if stop.load(Ordering::Relaxed) {
-                    return;
-                }
-                // A panicking item reports an error instead of leaving the
-                // consumer waiting for it.
-                let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(i)))
-                    .unwrap_or_else(|_| {
-                        Err(DbError::Query {
-                            message: "a reader thread panicked".into(),
-                            sql: String::new(),
-                        })
-                    });
-                if tx.send((i, done)).is_err() {
-                    return;
-                }
-            });
-        }
-        drop(tx);
-        let finish = |r: Result<()>| {
-            stop.store(true, Ordering::Relaxed);
-            handed.1.notify_all();
-            r
-        };
-        let mut pending: std::collections::BTreeMap<usize, Result<T>> = Default::default();
-        let mut i = 0;
-        while i < n {
-            let done = match pending.remove(&i) {
-                Some(d) => d,
-                None => match rx.recv() {
-                    Ok((j, d)) => {
-                        pending.insert(j, d);
-                        continue;
-                    }
-                    Err(_) => {
-                        return finish(Err(DbError::Query {
-                            message: "a reader thread stopped early".into(),
-                            sql: String::new(),
-                        }))
-                    }
-                },
-            };
-            let step = done.and_then(|d| f(i, d));
-            if step.is_err() {
-                return finish(step);
-            }
-            i += 1;
-            *handed.0.lock().unwrap_or_else(|e| e.into_inner()) = i;
-            handed.1.notify_all();
-        }
-        finish(Ok(()))
-    })
-}
-
 thread_local! {
     /// The file a reader thread read last (path, schema name, connection):
     /// the next process of the same file (a merged file holds many) reads
@@ -568,10 +475,10 @@ pub(crate) fn work_items(p: &Profile, table: &str) -> Result<Vec<(usize, Window)
 /// counts and summed weights on and off CPU (see [`SampleGroup`]), to `f`,
 /// one process at a time in table-set order, with its stacks resolved
 /// when `resolve` is set. `period_ns` is what an on-CPU sample without a
-/// weight stands for (see [`crate::summary::sampling_period_ns`]). Each
+/// weight stands for (see [`Profile::sampling_period_ns`]). Each
 /// process (each half of a large one, when the inputs are attached) is
 /// counted by a worker on a connection of its own, two to four at a time,
-/// at most [`LOOKAHEAD`] items ahead of the one handed over: memory grows
+/// at most `parallel::LOOKAHEAD` items ahead of the one handed over: memory grows
 /// with that many processes' distinct stacks, never with samples or with
 /// the number of processes.
 pub fn for_each_process(
@@ -580,7 +487,7 @@ pub fn for_each_process(
     resolve: bool,
     f: &mut dyn FnMut(ProcessSamples) -> Result<()>,
 ) -> Result<()> {
-    let time_kind = crate::summary::time_kind(p)?;
+    let time_kind = p.time_kind()?;
     let window = p.window();
     let sets = p.table_sets();
     let period = period_ns.max(0) as u64;
@@ -610,7 +517,7 @@ pub fn for_each_process(
         })
     };
     let mut halves: Option<Tally> = None;
-    ordered_parallel(work.len(), &count, &mut |i, done| match done {
+    crate::parallel::ordered_parallel(work.len(), &count, &mut |i, done| match done {
         Ok(ps) => f(ps),
         Err(t) => match halves.take() {
             None => {

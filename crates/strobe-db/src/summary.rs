@@ -80,7 +80,7 @@ pub fn tables(p: &Profile, want: Want) -> Result<Tables> {
     let mut functions = want.functions.then(FunctionFold::default);
     let mut weights = want.threads.then(ThreadWeights::default);
     if want.functions || want.threads {
-        crate::scan::for_each_process(p, sampling_period_ns(p), want.functions, &mut |ps| {
+        crate::scan::for_each_process(p, p.sampling_period_ns(), want.functions, &mut |ps| {
             if let Some(f) = &mut functions {
                 f.add(&ps, by);
             }
@@ -512,70 +512,6 @@ impl Weights {
     }
 }
 
-/// The kind of sample whose weights are the profile's time on CPU:
-/// CPU-time samples (`sample`), or, in a profile that has none (only a
-/// real-time timer ran), real-time ones (`wall_sample`), which also count
-/// time spent waiting. Never both: where both timers ran, the real-time
-/// samples are left out of the time columns (they would count CPU time
-/// twice).
-pub fn time_kind(p: &Profile) -> Result<crate::SampleKind> {
-    let path = p.files().first().cloned().unwrap_or_default();
-    // The category string is interned with a kind's first sample: where it
-    // is missing (the common case for real-time samples) no scan is needed.
-    // Two queries: SQLite evaluates both sides of an `AND` of EXISTS, and
-    // the second scans every sample when the kind is absent.
-    let has = |kind: crate::SampleKind| -> Result<bool> {
-        let exists = |sql: &str| -> Result<bool> {
-            p.connection()
-                .query_row(sql, [kind.category()], |r| r.get(0))
-                .at(&path)
-        };
-        Ok(
-            exists("SELECT EXISTS (SELECT 1 FROM rocpd_string WHERE string = ?1)")?
-                && exists("SELECT EXISTS (SELECT 1 FROM strobe_samples WHERE kind = ?1)")?,
-        )
-    };
-    // CPU first: found in the first process, it settles the answer
-    // without looking for real-time samples in every other.
-    Ok(
-        if !has(crate::SampleKind::Cpu)? && has(crate::SampleKind::Wall)? {
-            crate::SampleKind::Wall
-        } else {
-            crate::SampleKind::Cpu
-        },
-    )
-}
-
-/// The sampling period (ns) the profile was recorded with: from
-/// `sampling_cputime_freq` or `sampling_freq` in `strobe_settings`,
-/// else the default 250 Hz.
-pub fn sampling_period_ns(p: &Profile) -> i64 {
-    // The first process's, the CPU-time timer's first: each query stops
-    // at its first row (no sort over every process's settings).
-    let first = |name: &str| -> Option<String> {
-        p.connection()
-            .query_row(
-                "SELECT value FROM strobe_settings WHERE name = ?1 LIMIT 1",
-                [name],
-                |r| r.get(0),
-            )
-            .ok()
-    };
-    let freq = first("sampling_cputime_freq").or_else(|| first("sampling_freq"));
-    let hz = freq
-        .and_then(|f| {
-            f.trim()
-                .trim_end_matches("Hz")
-                .trim_end_matches("hz")
-                .trim()
-                .parse::<f64>()
-                .ok()
-        })
-        .filter(|h| *h > 0.0)
-        .unwrap_or(250.0);
-    (1e9 / hz).round() as i64
-}
-
 /// One group of samples: process guid, pid, the grouping key's value and
 /// the group's weights.
 type WeightGroup = (String, i64, Option<i64>, Weights);
@@ -586,7 +522,7 @@ type WeightGroup = (String, i64, Option<i64>, Weights);
 /// threads, one process's stacks at a time.
 fn thread_weights(p: &Profile) -> Result<Vec<WeightGroup>> {
     let mut weights = ThreadWeights::default();
-    crate::scan::for_each_process(p, sampling_period_ns(p), false, &mut |ps| {
+    crate::scan::for_each_process(p, p.sampling_period_ns(), false, &mut |ps| {
         weights.add(&ps);
         Ok(())
     })?;
@@ -627,7 +563,7 @@ impl ThreadWeights {
 /// (per process with `by_process`), never with the number of processes.
 pub fn function_summary(p: &Profile, by_process: bool) -> Result<Vec<FunctionRow>> {
     let mut fold = FunctionFold::default();
-    crate::scan::for_each_process(p, sampling_period_ns(p), true, &mut |ps| {
+    crate::scan::for_each_process(p, p.sampling_period_ns(), true, &mut |ps| {
         fold.add(&ps, by_process);
         Ok(())
     })?;

@@ -23,8 +23,9 @@ use rusqlite::Connection;
 
 use crate::error::{Result, SqlContext};
 use crate::federation::{optional_tables, Definitions, Federation, Unit};
+use crate::parallel::ordered_parallel;
 use crate::reader::{Profile, StackCache};
-use crate::scan::{ordered_parallel, ProcessSamples};
+use crate::scan::ProcessSamples;
 use crate::schema::{TableSet, ViewWindow};
 use crate::summary::{
     duration_summary_on, finish_threads, name_main_threads, unnamed_main, CounterSumRow,
@@ -326,8 +327,8 @@ impl Spill {
 /// Every table `want` asks for over the processes of `fed`, in one pass
 /// (see the module documentation). `p` is the profile `fed` belongs to.
 pub(crate) fn tables(p: &Profile, fed: &Federation, want: Want) -> Result<Tables> {
-    let time_kind = crate::summary::time_kind(p)?;
-    let period = crate::summary::sampling_period_ns(p).max(0) as u64;
+    let time_kind = p.time_kind()?;
+    let period = p.sampling_period_ns().max(0) as u64;
     let defs = fed.definitions();
     let units = fed.units();
     let job = Job {

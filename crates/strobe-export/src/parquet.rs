@@ -2217,7 +2217,7 @@ pub fn write_parquet_with(
         .collect::<Result<Vec<_>>>()?;
     let cx = ReadCtx {
         window: p.window(),
-        time_kind: strobe_db::summary::time_kind(p)?,
+        time_kind: p.time_kind()?,
         batch_rows: opts.batch_rows.max(1),
     };
     let opts = ParquetOptions {

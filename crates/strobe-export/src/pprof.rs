@@ -4,7 +4,7 @@
 //! google/pprof `proto/profile.proto`) and [`write_pprof`]: one sample per
 //! distinct (process, thread, stack) with three values, `samples/count`
 //! (on-CPU samples), `cpu/nanoseconds` (the summed weights of the on-CPU
-//! samples, see `strobe_db::summary::time_kind`) and `off_cpu/nanoseconds`
+//! samples, see `strobe_db::Profile::time_kind`) and `off_cpu/nanoseconds`
 //! (the summed weights of the `off_cpu` samples: blocked time), locations
 //! per distinct frame, functions per distinct name, mappings per module
 //! with build ids, `pid`/`tid` labels. Aggregation happens in SQLite;
@@ -170,8 +170,6 @@ pub struct PprofStats {
     pub period_ns: i64,
 }
 
-pub use strobe_db::summary::sampling_period_ns;
-
 /// The pprof encoder as a sink of the profile: modules first, then the
 /// samples counted per stack, one process at a time (its stacks resolved
 /// by the reader).
@@ -325,7 +323,7 @@ impl ProfileSink for Pprof {
 /// shows blocked time). Fails with [`ExportError::Empty`] when there are
 /// no samples.
 pub fn write_pprof<W: Write>(p: &Profile, out: W) -> Result<PprofStats> {
-    let period = strobe_db::summary::sampling_period_ns(p);
+    let period = p.sampling_period_ns();
     let bounds = p.run_bounds()?;
     let mut s = Strings::new();
     let prof = PprofProfile {

@@ -164,8 +164,8 @@ impl Profile {
             shifts: clock_shifts(&processes),
             processes,
             modules: meta::modules(self)?,
-            time_kind: crate::summary::time_kind(self)?,
-            period_ns: crate::summary::sampling_period_ns(self),
+            time_kind: self.time_kind()?,
+            period_ns: self.sampling_period_ns(),
         })
     }
 

@@ -47,7 +47,7 @@ impl Profile {
         make: &(dyn Fn() -> T + Sync),
         push: &(dyn Fn(&mut T, u32, &ScannedSample) + Sync),
     ) -> Result<Vec<T>> {
-        let time_kind = crate::summary::time_kind(self)?;
+        let time_kind = self.time_kind()?;
         let window = self.window();
         let sets = self.table_sets();
         let mut work = Vec::new();
@@ -129,7 +129,7 @@ impl Profile {
         f: &mut dyn FnMut(u32, &ScannedSample) -> Result<bool>,
     ) -> Result<()> {
         let conn = self.connection();
-        let time_kind = crate::summary::time_kind(self)?;
+        let time_kind = self.time_kind()?;
         let window = self.window();
         let sets = self.table_sets();
         let sqls: Vec<String> = sets

@@ -381,7 +381,7 @@ impl Samples<'_> {
 /// the streams merged here; beyond [`MAX_READER_THREADS`] processes, each
 /// is read through its timestamp index on the profile's connection.
 pub(super) fn samples(p: &Profile) -> Result<Samples<'_>> {
-    let time_kind = crate::summary::time_kind(p)?;
+    let time_kind = p.time_kind()?;
     let conn = p.connection();
     let window = p.window();
     let sets = p.table_sets();
