@@ -33,6 +33,7 @@ mod setting_flags;
 mod stat;
 mod stat_report;
 mod summary;
+mod summary_args;
 mod summary_mpi;
 mod symbolize;
 mod symbolize_cmd;
@@ -95,7 +96,7 @@ enum Command {
     /// Merge profile databases into one file.
     Merge(merge::MergeArgs),
     /// Summary tables: regions, sampled functions, threads.
-    Summary(summary::SummaryArgs),
+    Summary(summary_args::SummaryArgs),
     /// Convert databases to Perfetto, Chrome JSON, flamegraphs, pprof, Firefox Profiler, CSV.
     Convert(convert::ConvertArgs),
     /// Name the unnamed frames of profile databases (after `--no-symbols`, new debug files, a

@@ -191,10 +191,10 @@ pub fn run_sample(args: &SampleArgs, config: Option<&Path>) -> Result<i32> {
 /// Prints the summary tables of the run to stderr (stdout belongs to the
 /// program).
 fn report(args: &SampleArgs, databases: &[PathBuf]) {
-    let summary = crate::summary::SummaryArgs {
+    let summary = crate::summary_args::SummaryArgs {
         inputs: databases.iter().map(|p| p.display().to_string()).collect(),
-        format: crate::summary::SummaryFormat::Table,
-        report: crate::summary::Report::All,
+        format: crate::summary_args::SummaryFormat::Table,
+        report: crate::summary_args::Report::All,
         limit: args.top,
         wide: false,
         merge_runs: false,

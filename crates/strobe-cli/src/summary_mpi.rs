@@ -13,7 +13,7 @@ use strobe_db::mpi::{has_mpi_calls, mpi_summary, MpiSummary, NoMpi};
 use strobe_db::Profile;
 
 use crate::output::{Cell, Format, TableOut};
-use crate::summary::{SummaryArgs, SummaryFormat};
+use crate::summary_args::{SummaryArgs, SummaryFormat};
 
 /// Milliseconds with three decimals (microseconds) in tables, in full in
 /// CSV and JSON.
