@@ -31,19 +31,6 @@ pub struct CollectForArgs {
     report_fd: i32,
 }
 
-/// The program name of `pid` (its first argument), for the run directory.
-pub fn program_name(pid: i32) -> String {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .ok()
-        .and_then(|b| {
-            b.split(|&c| c == 0)
-                .next()
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-        })
-        .filter(|a| !a.is_empty())
-        .unwrap_or_else(|| format!("pid{pid}"))
-}
-
 /// Runs the collector; returns strobe's exit code.
 pub fn run(args: &CollectForArgs, config: Option<&Path>) -> Result<i32> {
     if args.report_fd < 3 {
@@ -58,7 +45,7 @@ pub fn run(args: &CollectForArgs, config: Option<&Path>) -> Result<i32> {
         .map_err(|e| anyhow::anyhow!("process {} is gone: {e}", args.pid))?;
     let settings = load_settings(config, &SettingFlags::default())?;
     let output_dir = crate::sample::output_dir(&settings)?;
-    let run_dir = crate::sample::lazy_run_dir(output_dir, program_name(args.pid));
+    let run_dir = crate::sample::lazy_run_dir(output_dir, crate::run_dir::program_name(args.pid));
     let counters = crate::sample::counter_setup(&settings)?;
     let collector = strobe_collect::Collector::start(strobe_collect::Options {
         run_root: args.pid,

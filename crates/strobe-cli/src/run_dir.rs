@@ -296,3 +296,16 @@ fn point_latest(output_dir: &Path, name: &str) -> anyhow::Result<()> {
         output_dir.display()
     )
 }
+
+/// The program name of `pid` (its first argument), for the run directory.
+pub fn program_name(pid: i32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .ok()
+        .and_then(|b| {
+            b.split(|&c| c == 0)
+                .next()
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+        })
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| format!("pid{pid}"))
+}

@@ -100,7 +100,7 @@ impl SampleArgs {
     fn run_name(&self) -> String {
         match (&self.command.first(), self.pid) {
             (Some(c), _) => c.to_string_lossy().into_owned(),
-            (None, Some(pid)) => crate::collect_for::program_name(pid),
+            (None, Some(pid)) => crate::run_dir::program_name(pid),
             (None, None) => "profile".into(),
         }
     }
