@@ -1736,8 +1736,8 @@ fn jit_code_is_named_from_the_processs_perf_map() {
     );
     // The map is gone now; the entry that named the frames stays in the
     // database (`strobe_jit_symbol`), covering every jitted frame, so a
-    // later symbolization still names them (the unit test
-    // `symbolize::tests::jit_frames_are_named_again_after_the_perf_map_is_gone`
+    // later symbolization still names them (the test
+    // `tests/symbols.rs::jit_frames_are_named_again_after_the_perf_map_is_gone`
     // clears the names and symbolizes again).
     let p = Profile::open(&[databases(tmp.path())[0].display().to_string()]).unwrap();
     let stored: Vec<(i64, i64, String)> = {

@@ -242,7 +242,9 @@ impl KernelWriter {
                     executable: true,
                     path,
                 }) if path.starts_with('/') => {
-                    if let Some(m) = crate::maps::module_for_mapping(start, offset, len, path) {
+                    if let Some(m) =
+                        strobe_symbols::proc_maps::module_for_mapping(start, offset, len, path)
+                    {
                         unwinder_of(&mut self.unwinders, pid).add(m);
                     }
                 }

@@ -26,13 +26,11 @@
 
 mod ancestry;
 pub mod causal;
-mod elf;
 mod follow;
 pub mod fuzz;
 mod kernel;
 mod kernel_writer;
 mod listen;
-mod maps;
 mod mpi;
 mod process;
 mod procstat;

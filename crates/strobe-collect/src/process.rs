@@ -508,7 +508,7 @@ impl Process {
             }
             self.looked_up.insert(at >> 12);
             self.maps_read_ns = now_ns();
-            if let Some(m) = crate::maps::module_at(self.pid, at) {
+            if let Some(m) = strobe_symbols::proc_maps::module_at(self.pid, at) {
                 self.modules.push(m);
             }
         }

@@ -17,20 +17,10 @@ use strobe_db::{
 use strobe_wire::record::{CounterReading, COUNTER_MISSING};
 use strobe_wire::sample::Sample;
 
-/// A module as the runtime announced it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Module {
-    /// File path.
-    pub path: String,
-    /// Load bias.
-    pub bias: u64,
-    /// Executable range.
-    pub text: std::ops::Range<u64>,
-    /// Whole mapped range.
-    pub mapped: std::ops::Range<u64>,
-    /// Build id as lower-case hex (may be empty).
-    pub build_id: String,
-}
+/// A module as the runtime announced it, or as `/proc/PID/maps` shows
+/// it (`strobe_symbols::proc_maps`): path, bias, executable and mapped
+/// ranges, build id.
+pub use strobe_symbols::proc_maps::Module;
 
 /// Most counted regions remembered for a counter that has no row yet (a
 /// counter that never opens keeps the list full: 8 MiB).

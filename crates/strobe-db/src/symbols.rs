@@ -5,8 +5,10 @@
 //! and updating `strobe_frame` rows with function, file and line; and
 //! keeping the perf-map entries (JIT code) that named frames in no module
 //! in `strobe_jit_symbol`, so that they can be named again once the map
-//! file is gone. It never resolves a symbol itself (the CLI does that with
-//! blazesym), never reads a perf map and never touches other tables.
+//! file is gone; and telling which OS process a profile is of and when it
+//! lived (which perf map can be its own). It never resolves a symbol itself
+//! (`strobe-symbols` does), never reads a perf map and never writes other
+//! tables.
 
 use std::path::Path;
 
@@ -126,6 +128,65 @@ pub fn process_modules(path: &Path, suffix: &str) -> Result<Vec<ModuleSpan>> {
     rows.map(|r| r.at(path)).collect()
 }
 
+/// Which OS process the tables with a suffix describe and when it lived,
+/// on the realtime clock (Unix epoch ns), where the database tells it:
+/// its start and end are monotonic, and the clock snapshot taken when the
+/// database was created converts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessLifetime {
+    /// The OS pid.
+    pub pid: i64,
+    /// When it started.
+    pub start_unix_ns: Option<i128>,
+    /// When it ended.
+    pub end_unix_ns: Option<i128>,
+}
+
+/// The pid and lifetime of process `suffix` in the file at `path`
+/// (`""`: a single-process file's one process); `None` without a process
+/// row.
+pub fn process_lifetime(path: &Path, suffix: &str) -> Result<Option<ProcessLifetime>> {
+    use rusqlite::OptionalExtension;
+    let conn = crate::inputs::open_read_only(path)?;
+    let s = suffix.replace('"', "");
+    let Some((pid, start, end)) = conn
+        .query_row(
+            &format!("SELECT pid, start, \"end\" FROM \"rocpd_info_process{s}\""),
+            [],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, Option<i64>>(1)?,
+                    r.get::<_, Option<i64>>(2)?,
+                ))
+            },
+        )
+        .optional()
+        .at(path)?
+    else {
+        return Ok(None);
+    };
+    let clock = |name: &str| -> Option<i128> {
+        conn.query_row(
+            &format!("SELECT value FROM \"strobe_settings{s}\" WHERE name = ?1"),
+            [name],
+            |r| r.get::<_, String>(0),
+        )
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+    };
+    let offset = clock("clock.realtime_ns")
+        .zip(clock("clock.monotonic_ns"))
+        .map(|(real, mono)| real - mono);
+    Ok(Some(ProcessLifetime {
+        pid,
+        start_unix_ns: offset.zip(start).map(|(o, t)| o + i128::from(t)),
+        end_unix_ns: offset.zip(end).map(|(o, t)| o + i128::from(t)),
+    }))
+}
+
 /// One perf-map entry: code at `start..start + size` (absolute addresses
 /// in the process) is the function `name`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,22 +197,6 @@ pub struct JitSymbol {
     pub size: u64,
     /// Function name as the JIT wrote it.
     pub name: String,
-}
-
-impl JitSymbol {
-    /// One line of a perf map (`/tmp/perf-PID.map`: `START SIZE NAME`,
-    /// hex, as perf reads it); `None` for anything else.
-    pub fn from_perf_map_line(line: &str) -> Option<JitSymbol> {
-        let mut parts = line.trim_end_matches(['\n', '\r']).splitn(3, ' ');
-        let start = u64::from_str_radix(parts.next()?.trim_start_matches("0x"), 16).ok()?;
-        let size = u64::from_str_radix(parts.next()?.trim_start_matches("0x"), 16).ok()?;
-        let name = parts.next()?.trim();
-        (!name.is_empty()).then(|| JitSymbol {
-            start,
-            size,
-            name: name.to_string(),
-        })
-    }
 }
 
 /// The JIT symbols stored for process `suffix` (in insertion order);

@@ -7,15 +7,17 @@
 //! regular expressions). A module without line information is selectable
 //! by function only.
 //!
-//! Owns reading line tables and symbols and the address → unit lookup.
-//! Never reads the process's memory, and runs on a thread of its own (a
-//! large binary's line table takes a while): never on the thread that
-//! copies the rings.
+//! Owns choosing the units in scope and the address → unit lookup; the
+//! line tables and symbols are read by `strobe-symbols`. Never reads the
+//! process's memory, and runs on a thread of its own (a large binary's
+//! line table takes a while): never on the thread that copies the rings.
 
-use crate::elf::ElfFile;
 use crate::profile::Module;
 use regex::Regex;
 use std::collections::HashMap;
+use strobe_symbols::functions::Functions;
+use strobe_symbols::lines::{line_rows, LineRow};
+use strobe_symbols::ElfFile;
 
 /// What one experiment can select.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,142 +79,6 @@ pub struct CodeMap {
     pub modules: Vec<String>,
 }
 
-/// A function of one module: (start, end, demangled name), by file
-/// address.
-type Function = (u64, u64, String);
-
-/// Demangles a C++ or Rust symbol (Rust's hash suffix dropped); other
-/// names as they are.
-fn demangle(raw: &str) -> String {
-    if let Ok(d) = rustc_demangle::try_demangle(raw) {
-        return format!("{d:#}");
-    }
-    if raw.starts_with("_Z") {
-        if let Ok(sym) = cpp_demangle::Symbol::new(raw) {
-            if let Ok(text) = sym.demangle() {
-                return text;
-            }
-        }
-    }
-    raw.to_string()
-}
-
-fn functions_of(elf: &ElfFile) -> Vec<Function> {
-    let mut functions: Vec<Function> = elf
-        .functions()
-        .into_iter()
-        .map(|(start, size, name)| (start, start + size, demangle(&name)))
-        .collect();
-    functions.sort_by_key(|f| (f.0, std::cmp::Reverse(f.1)));
-    functions.dedup_by_key(|f| f.0);
-    functions
-}
-
-fn function_at(functions: &[Function], address: u64) -> Option<&Function> {
-    let i = functions.partition_point(|f| f.0 <= address);
-    functions[..i].last().filter(|f| address < f.1)
-}
-
-/// One row range of a line table: [start, end) at `file:line`.
-struct LineRow {
-    start: u64,
-    end: u64,
-    file: String,
-    line: u32,
-}
-
-/// The line table of `elf` as address ranges (file addresses). Empty
-/// without DWARF line information.
-fn line_rows(elf: &ElfFile) -> Vec<LineRow> {
-    read_line_rows(elf).unwrap_or_default()
-}
-
-fn read_line_rows(elf: &ElfFile) -> Result<Vec<LineRow>, gimli::Error> {
-    use gimli::{EndianSlice, LittleEndian};
-    let load = |id: gimli::SectionId| -> Result<EndianSlice<'_, LittleEndian>, gimli::Error> {
-        let data = elf.section(id.name()).map_or(&[][..], |s| s.data);
-        Ok(EndianSlice::new(data, LittleEndian))
-    };
-    let dwarf = gimli::Dwarf::load(load)?;
-    let mut out = Vec::new();
-    let mut units = dwarf.units();
-    while let Some(header) = units.next()? {
-        let unit = dwarf.unit(header)?;
-        let Some(program) = unit.line_program.clone() else {
-            continue;
-        };
-        let comp_dir = unit
-            .comp_dir
-            .map(|d| d.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let mut names: HashMap<u64, String> = HashMap::new();
-        let mut rows = program.rows();
-        let mut open: Option<(u64, u64, u32)> = None;
-        while let Some((header, row)) = rows.next_row()? {
-            if let Some((start, file, line)) = open.take() {
-                if row.address() > start && line > 0 {
-                    let name = match names.get(&file) {
-                        Some(n) => n.clone(),
-                        None => {
-                            let n = file_name(&dwarf, &unit, header, file, &comp_dir);
-                            names.insert(file, n.clone());
-                            n
-                        }
-                    };
-                    out.push(LineRow {
-                        start,
-                        end: row.address(),
-                        file: name,
-                        line,
-                    });
-                }
-            }
-            if !row.end_sequence() {
-                let line = row.line().map_or(0, |l| l.get() as u32);
-                open = Some((row.address(), row.file_index(), line));
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// The path of file `index` of a line program: its directory (the
-/// compilation directory for relative ones) joined with its name.
-fn file_name<R: gimli::Reader>(
-    dwarf: &gimli::Dwarf<R>,
-    unit: &gimli::Unit<R>,
-    header: &gimli::LineProgramHeader<R>,
-    index: u64,
-    comp_dir: &str,
-) -> String {
-    let text = |attr| {
-        dwarf
-            .attr_string(unit, attr)
-            .ok()
-            .and_then(|r| r.to_string_lossy().ok().map(|s| s.into_owned()))
-    };
-    let Some(file) = header.file(index) else {
-        return "??".into();
-    };
-    let name = text(file.path_name()).unwrap_or_else(|| "??".into());
-    if name.starts_with('/') {
-        return name;
-    }
-    let dir = file.directory(header).and_then(text).unwrap_or_default();
-    let dir = if dir.starts_with('/') || comp_dir.is_empty() {
-        dir
-    } else if dir.is_empty() {
-        comp_dir.to_string()
-    } else {
-        format!("{comp_dir}/{dir}")
-    };
-    if dir.is_empty() {
-        name
-    } else {
-        format!("{dir}/{name}")
-    }
-}
-
 impl CodeMap {
     /// The code in scope among `modules` (`main`: the program's
     /// executable, for the default binary scope).
@@ -228,11 +94,11 @@ impl CodeMap {
             if !in_scope || !seen.insert(m.path.clone()) {
                 continue;
             }
-            let Some(elf) = ElfFile::read(&m.path) else {
+            let Some(elf) = ElfFile::open_native(&m.path) else {
                 continue;
             };
             map.modules.push(m.path.clone());
-            let functions = functions_of(&elf);
+            let functions = Functions::of(&elf);
             // Function mode reads the line table only to check a source
             // scope.
             let rows = if mode == Mode::Line || !scope.source.as_str().is_empty() {
@@ -281,15 +147,15 @@ impl CodeMap {
     fn add_lines(
         &mut self,
         rows: &[LineRow],
-        functions: &[Function],
+        functions: &Functions,
         bias: u64,
         scope: &Scope,
         ids: &mut HashMap<String, u32>,
     ) {
         for row in rows {
-            let f = function_at(functions, row.start);
+            let f = functions.at(row.start);
             let function_ok = f.map_or(scope.function.as_str().is_empty(), |f| {
-                scope.function.is_match(&f.2)
+                scope.function.is_match(&f.name)
             });
             if !function_ok || !scope.source.is_match(&row.file) {
                 continue;
@@ -298,7 +164,7 @@ impl CodeMap {
                 label: format!("{}:{}", row.file, row.line),
                 file: Some(row.file.clone()),
                 line: Some(row.line),
-                function: f.map(|f| f.2.clone()),
+                function: f.map(|f| f.name.clone()),
             };
             self.add(ids, bias, row.start, row.end, unit);
         }
@@ -311,28 +177,28 @@ impl CodeMap {
     fn add_functions(
         &mut self,
         rows: &[LineRow],
-        functions: &[Function],
+        functions: &Functions,
         bias: u64,
         scope: &Scope,
         ids: &mut HashMap<String, u32>,
     ) {
         let mut by_start: Vec<&LineRow> = rows.iter().collect();
         by_start.sort_unstable_by_key(|r| r.start);
-        for f in functions {
-            if !scope.function.is_match(&f.2) {
+        for f in functions.iter() {
+            if !scope.function.is_match(&f.name) {
                 continue;
             }
-            let at = by_start.partition_point(|r| r.start < f.0);
+            let at = by_start.partition_point(|r| r.start < f.start);
             let file = by_start
                 .get(at)
-                .filter(|r| r.start < f.1)
+                .filter(|r| r.start < f.end)
                 .map(|r| r.file.clone());
             if !scope.source.as_str().is_empty()
                 && !file.as_deref().is_some_and(|p| scope.source.is_match(p))
             {
                 continue;
             }
-            self.add(ids, bias, f.0, f.1, function_unit(&f.2, file));
+            self.add(ids, bias, f.start, f.end, function_unit(&f.name, file));
         }
     }
 
@@ -419,7 +285,7 @@ mod tests {
         let pid = std::process::id() as i32;
         let exe = std::fs::read_link("/proc/self/exe").unwrap();
         let main = exe.to_str().unwrap();
-        let modules = crate::maps::executable_modules(pid);
+        let modules = strobe_symbols::proc_maps::executable_modules(pid);
         let address = marker_function as *const () as u64;
 
         let lines = CodeMap::build(&modules, main, &everything(), Mode::Line);

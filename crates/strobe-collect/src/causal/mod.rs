@@ -163,7 +163,7 @@ impl Controller {
                 let main = std::fs::read_link(format!("/proc/{pid}/exe"))
                     .map(|p| p.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                let modules = crate::maps::executable_modules(pid);
+                let modules = strobe_symbols::proc_maps::executable_modules(pid);
                 let _ = tx.send(CodeMap::build(&modules, &main, &scope, mode));
             });
         let mut notes = Vec::new();

@@ -58,7 +58,9 @@ mod tests {
                 }) if p == pid && path.starts_with('/') => {
                     let u =
                         unwinder.get_or_insert_with(|| unwind::ProcessUnwinder::for_process(-1));
-                    if let Some(m) = crate::maps::module_for_mapping(start, offset, len, path) {
+                    if let Some(m) =
+                        strobe_symbols::proc_maps::module_for_mapping(start, offset, len, path)
+                    {
                         u.add(m);
                     }
                 }

@@ -25,22 +25,17 @@ struct Sections {
 /// Reads `.text`, `.eh_frame` and `.eh_frame_hdr` of the ELF file at
 /// `path`.
 fn read_sections(path: &str) -> Option<Sections> {
-    let elf = crate::elf::ElfFile::read(path)?;
-    let mut sections = Sections {
-        text: None,
-        eh_frame: None,
-        eh_frame_hdr: None,
+    let elf = strobe_symbols::ElfFile::open_native(path)?;
+    let section = |name: &str| {
+        let s = elf.section(name)?;
+        let data = elf.data(&s)?;
+        Some((s.addr..s.addr + data.len() as u64, data.to_vec()))
     };
-    for s in elf.sections() {
-        let data = || Some((s.addr..s.addr + s.data.len() as u64, s.data.to_vec()));
-        match s.name {
-            b".text" => sections.text = data(),
-            b".eh_frame" => sections.eh_frame = data(),
-            b".eh_frame_hdr" => sections.eh_frame_hdr = data(),
-            _ => {}
-        }
-    }
-    Some(sections)
+    Some(Sections {
+        text: section(".text"),
+        eh_frame: section(".eh_frame"),
+        eh_frame_hdr: section(".eh_frame_hdr"),
+    })
 }
 
 /// The two encodings of `mov $15 (rt_sigreturn), %rax|%eax` that, followed
@@ -108,7 +103,7 @@ impl ProcessUnwinder {
     /// The modules mapped into `pid` now.
     pub fn for_process(pid: i32) -> ProcessUnwinder {
         let mut u = ProcessUnwinder::empty(pid);
-        for m in crate::maps::executable_modules(pid) {
+        for m in strobe_symbols::proc_maps::executable_modules(pid) {
             u.add(m);
         }
         u
@@ -305,7 +300,7 @@ impl Trampolines {
     fn reload(&mut self) -> bool {
         use std::io::{Read, Seek};
         self.last_reload = Some(std::time::Instant::now());
-        let path = format!("/tmp/perf-{}.map", self.pid);
+        let path = strobe_symbols::perf_map::path(i64::from(self.pid));
         let Ok(mut f) = std::fs::File::open(&path) else {
             return false;
         };
@@ -321,7 +316,7 @@ impl Trampolines {
         let whole = text.rfind('\n').map_or(0, |i| i + 1);
         let entries = text[..whole]
             .lines()
-            .filter_map(strobe_db::symbols::JitSymbol::from_perf_map_line)
+            .filter_map(strobe_symbols::perf_map::Entry::parse)
             .filter(|e| e.name.starts_with("py::"));
         self.ranges
             .extend(entries.map(|e| e.start..e.start.saturating_add(e.size)));

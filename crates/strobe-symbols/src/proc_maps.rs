@@ -1,17 +1,36 @@
-//! Modules the runtime has not announced yet, found in `/proc/PID/maps`.
+//! The modules of a running process, from `/proc/PID/maps` and the ELF
+//! headers of the files mapped.
 //!
-//! The runtime announces modules when a thread starts or a library is
-//! closed (it does not wrap `dlopen`), so a library `dlopen`ed since then
-//! is unknown when its first samples arrive. While the process still runs
-//! its current image, the mapping holding such an address names the file;
-//! its load bias and build id come from the file's ELF headers.
+//! The collector needs them where the runtime cannot announce them: a
+//! library `dlopen`ed since the runtime last looked (it does not wrap
+//! `dlopen`), every module of a process sampled by the kernel, and the
+//! code a causal experiment can select. The mapping holding an address
+//! names the file; its load bias comes from the file's loadable segments
+//! and its identity from the build id note.
 //!
 //! Owns that lookup. Never trusts a mapping that is not a file mapped
 //! executable, and never answers for a process that exec'd or ended (the
-//! caller checks) — a wrong module would be worse than none.
+//! caller checks): a wrong module would be worse than none. Never reads
+//! the process's memory.
 
-use crate::profile::Module;
-use std::io::Read;
+use crate::elf::{ElfFile, Load};
+use std::ops::Range;
+
+/// A module of a process: where its file is mapped and how to read its
+/// addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Module {
+    /// File path.
+    pub path: String,
+    /// Load bias (a runtime address less the bias is a file address).
+    pub bias: u64,
+    /// Executable range.
+    pub text: Range<u64>,
+    /// Whole mapped range.
+    pub mapped: Range<u64>,
+    /// Build id as lower-case hex (may be empty).
+    pub build_id: String,
+}
 
 /// One line of `/proc/PID/maps`: range, permissions, file offset, path.
 struct Mapping {
@@ -39,55 +58,14 @@ fn parse(line: &str) -> Option<Mapping> {
     })
 }
 
-/// What a module's bias and identity come from.
-struct ElfFacts {
-    /// The loadable segments' (virtual address, file offset, file size,
-    /// executable), in file order.
-    loads: Vec<(u64, u64, u64, bool)>,
-    build_id: Vec<u8>,
-}
-
-/// The loadable segments and the build id of the ELF file at `path`.
-fn elf_facts(path: &str) -> Option<ElfFacts> {
-    let mut file = std::fs::File::open(path).ok()?;
-    let mut head = vec![0u8; 64 * 1024];
-    let n = file.read(&mut head).ok()?;
-    head.truncate(n);
-    if head.len() < 64 || &head[..4] != b"\x7fELF" || head[4] != 2 || head[5] != 1 {
-        return None;
-    }
-    let u16_at = |i: usize| Some(u16::from_le_bytes(head.get(i..i + 2)?.try_into().ok()?));
-    let u32_at = |i: usize| Some(u32::from_le_bytes(head.get(i..i + 4)?.try_into().ok()?));
-    let u64_at = |i: usize| Some(u64::from_le_bytes(head.get(i..i + 8)?.try_into().ok()?));
-    let phoff = u64_at(32)? as usize;
-    let (phentsize, phnum) = (u16_at(54)? as usize, u16_at(56)? as usize);
-    let mut loads = Vec::new();
-    let mut build_id = Vec::new();
-    for i in 0..phnum {
-        let ph = phoff + i * phentsize;
-        let (kind, flags, offset, vaddr, filesz) = (
-            u32_at(ph)?,
-            u32_at(ph + 4)?,
-            u64_at(ph + 8)?,
-            u64_at(ph + 16)?,
-            u64_at(ph + 32)?,
-        );
-        const PT_LOAD: u32 = 1;
-        const PT_NOTE: u32 = 4;
-        if kind == PT_LOAD {
-            const PF_X: u32 = 1;
-            loads.push((vaddr, offset, filesz, flags & PF_X != 0));
-        }
-        if kind == PT_NOTE && build_id.is_empty() {
-            let notes = head
-                .get(offset as usize..(offset + filesz) as usize)
-                .unwrap_or(&[]);
-            if let Some(id) = strobe_core::modules::find_build_id(notes) {
-                build_id = id.to_vec();
-            }
-        }
-    }
-    (!loads.is_empty()).then_some(ElfFacts { loads, build_id })
+/// What a module's bias and identity come from: its file's loadable
+/// segments, in file order, and its build id in hex.
+fn elf_facts(path: &str) -> Option<(Vec<Load>, String)> {
+    let elf = ElfFile::open_native(path)?;
+    let loads = elf.loads();
+    let build_id = elf.build_id().unwrap_or_default();
+    let hex = build_id.iter().map(|b| format!("{b:02x}")).collect();
+    (!loads.is_empty()).then_some((loads, hex))
 }
 
 /// The mappings of process `pid`.
@@ -100,17 +78,17 @@ fn mappings(pid: i32) -> Vec<Mapping> {
 /// The module that executable mapping `hit` belongs to.
 fn module_of(mappings: &[Mapping], hit: &Mapping) -> Option<Module> {
     let same_file = || mappings.iter().filter(|m| m.path == hit.path);
-    let ElfFacts { loads, build_id } = elf_facts(&hit.path)?;
-    let (vaddr, offset, _, _) = loads[0];
+    let (loads, build_id) = elf_facts(&hit.path)?;
+    let first = loads[0];
     // The mapping of the first loadable segment's file offset sits at
     // bias + its virtual address (both page-aligned in practice).
-    let base = same_file().find(|m| m.offset == offset & !0xfff)?;
+    let base = same_file().find(|m| m.offset == first.offset & !0xfff)?;
     Some(Module {
         path: hit.path.clone(),
-        bias: base.start.wrapping_sub(vaddr & !0xfff),
+        bias: base.start.wrapping_sub(first.vaddr & !0xfff),
         text: hit.start..hit.end,
         mapped: same_file().map(|m| m.start).min()?..same_file().map(|m| m.end).max()?,
-        build_id: build_id.iter().map(|b| format!("{b:02x}")).collect(),
+        build_id,
     })
 }
 
@@ -136,26 +114,26 @@ pub fn executable_modules(pid: i32) -> Vec<Module> {
         .collect()
 }
 
-/// The module a mapping record announces (`start`, `offset`, `path`),
-/// while the process still has it mapped.
+/// The module a mapping record announces (`start`, `offset`, `len`,
+/// `path`), while the process still has it mapped.
 pub fn module_for_mapping(start: u64, offset: u64, len: u64, path: &str) -> Option<Module> {
-    let ElfFacts { loads, build_id } = elf_facts(path)?;
+    let (loads, build_id) = elf_facts(path)?;
     // The executable segment whose file range holds the mapping's offset
     // (two segments may share a file page: lld packs small binaries).
-    let (vaddr, seg_offset, _, _) = *loads
+    let segment = loads
         .iter()
-        .find(|(_, o, size, x)| *x && o & !0xfff <= offset && offset < o + size)?;
+        .find(|l| l.executable && l.offset & !0xfff <= offset && offset < l.offset + l.file_size)?;
     // `start` maps file offset `offset`; the segment's address for that
     // offset is its vaddr moved by the same distance.
     let bias = start
-        .wrapping_add(seg_offset.wrapping_sub(offset))
-        .wrapping_sub(vaddr);
+        .wrapping_add(segment.offset.wrapping_sub(offset))
+        .wrapping_sub(segment.vaddr);
     Some(Module {
         path: path.to_string(),
         bias,
         text: start..start + len,
         mapped: start..start + len,
-        build_id: build_id.iter().map(|b| format!("{b:02x}")).collect(),
+        build_id,
     })
 }
 
@@ -170,12 +148,31 @@ mod tests {
         assert!(m.text.contains(&pc));
         let exe = std::fs::read_link("/proc/self/exe").unwrap();
         assert_eq!(std::path::Path::new(&m.path), exe);
-        // The loader's own record of the executable's bias.
+        // The bias maps the runtime address to this function's symbol.
+        let functions = crate::functions::Functions::of(&ElfFile::open(&exe).unwrap());
+        let function = functions.at(pc.wrapping_sub(m.bias)).unwrap();
+        assert!(function
+            .name
+            .ends_with("::finds_this_test_binarys_own_code_with_the_loaders_bias"));
+        assert_eq!(function.start.wrapping_add(m.bias), pc);
+        assert!(executable_modules(std::process::id() as i32).contains(&m));
+        // The loader's own record of the executable (from memory).
         let known = strobe_core::modules::loaded_modules()
             .into_iter()
             .find(|k| k.text.contains(&pc))
             .expect("the loader lists the executable");
         assert_eq!(m.bias, known.bias);
         assert_eq!(m.build_id, known.build_id_hex());
+    }
+
+    #[test]
+    fn maps_lines_parse_with_spaces_in_paths() {
+        let m = parse("7f00-7f10 r-xp 00001000 08:01 42    /tmp/a b.so").unwrap();
+        assert_eq!((m.start, m.end, m.offset), (0x7f00, 0x7f10, 0x1000));
+        assert!(m.executable && is_file_code(&m));
+        assert_eq!(m.path, "/tmp/a b.so");
+        let anon = parse("7f00-7f10 rw-p 00000000 00:00 0").unwrap();
+        assert!(!anon.executable && !is_file_code(&anon));
+        assert!(parse("garbage").is_none());
     }
 }
