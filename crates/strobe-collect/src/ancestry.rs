@@ -38,13 +38,23 @@ pub fn ended(pid: i32) -> bool {
 /// Whether `pid` or one of its ancestors (at most [`GENERATIONS`] up) is
 /// one `known` accepts.
 pub fn descends(pid: i32, known: impl Fn(i32) -> bool) -> bool {
+    descends_through(pid, known, |p| stat(p).map(|s| s.ppid))
+}
+
+/// [`descends`] with the parents `parent_of` gives (`None` once a process
+/// is gone): a parent of 0 or of the process itself ends the line.
+pub fn descends_through(
+    pid: i32,
+    known: impl Fn(i32) -> bool,
+    parent_of: impl Fn(i32) -> Option<i32>,
+) -> bool {
     let mut p = pid;
     for _ in 0..GENERATIONS {
         if known(p) {
             return true;
         }
-        match stat(p) {
-            Some(s) if s.ppid > 0 && s.ppid != p => p = s.ppid,
+        match parent_of(p) {
+            Some(ppid) if ppid > 0 && ppid != p => p = ppid,
             _ => return false,
         }
     }
@@ -67,6 +77,60 @@ mod tests {
         assert!(!descends(me, |p| p == i32::MAX));
         assert_eq!(stat(i32::MAX), None);
         assert!(ended(i32::MAX));
+    }
+
+    /// Parents by pid, as `/proc` would say.
+    fn family(pairs: &[(i32, i32)]) -> impl Fn(i32) -> Option<i32> + '_ {
+        |pid| {
+            pairs
+                .iter()
+                .find(|(p, _)| *p == pid)
+                .map(|(_, parent)| *parent)
+        }
+    }
+
+    #[test]
+    fn a_process_descends_from_any_known_ancestor_and_from_nothing_else() {
+        // 1 ← 100 (the run's root) ← 200 ← 300; 400 is another's child.
+        let parents = family(&[(100, 1), (200, 100), (300, 200), (400, 1)]);
+        let root = |p| p == 100;
+        assert!(descends_through(300, root, &parents));
+        assert!(descends_through(200, root, &parents));
+        assert!(descends_through(100, root, &parents), "the root itself");
+        assert!(!descends_through(400, root, &parents));
+        assert!(!descends_through(1, root, &parents));
+        // A process whose entry is gone: only itself can be known.
+        assert!(!descends_through(999, root, &parents));
+        assert!(descends_through(999, |p| p == 999, &parents));
+        // Known in the middle of the line (an announced child).
+        assert!(descends_through(300, |p| p == 200, &parents));
+        assert!(
+            !descends_through(200, |p| p == 300, &parents),
+            "not upwards"
+        );
+    }
+
+    #[test]
+    fn a_line_of_parents_that_loops_or_never_ends_is_cut() {
+        // A line the program cannot make, but `/proc` read at the wrong
+        // moment (pids reused) could show: it ends, it does not spin.
+        let looping = family(&[(10, 20), (20, 30), (30, 10)]);
+        assert!(!descends_through(10, |p| p == 1, &looping));
+        assert!(descends_through(10, |p| p == 30, &looping));
+        assert!(!descends_through(5, |p| p == 1, family(&[(5, 5)])));
+        assert!(!descends_through(5, |p| p == 0, family(&[(5, 0)])));
+        assert!(!descends_through(5, |p| p == -1, family(&[(5, -1)])));
+        // Deeper than the generations looked at: not found.
+        let asked = std::cell::Cell::new(0usize);
+        let endless = |p: i32| {
+            asked.set(asked.get() + 1);
+            Some(p + 1)
+        };
+        assert!(!descends_through(1, |p| p == i32::MAX, endless));
+        assert_eq!(asked.get(), GENERATIONS);
+        let deep = GENERATIONS as i32;
+        assert!(descends_through(1, |p| p == deep, |p| Some(p + 1)));
+        assert!(!descends_through(1, |p| p == deep + 1, |p| Some(p + 1)));
     }
 
     #[test]

@@ -111,10 +111,10 @@ impl Unprofiled {
     }
 }
 
-/// The lines for the threads of `tap` handed to the kernel, one per
-/// reason and outcome.
-fn threads_noted(tap: &Tap) -> Vec<String> {
-    tap.threads_noted
+/// The lines for the threads of an image handed to the kernel
+/// ([`Tap::threads_noted`]), one per reason and outcome.
+fn threads_noted(noted: &BTreeMap<(&'static str, String), Vec<i32>>) -> Vec<String> {
+    noted
         .iter()
         .map(|((why, outcome), tids)| match tids[..] {
             [tid] => format!("thread {tid} {why}: {outcome}"),
@@ -134,6 +134,26 @@ const PIDS_NAMED: usize = 5;
 /// images come from the program's records, so past these, one group for
 /// all others.
 const IMAGES_NAMED: usize = 64;
+
+/// The group of processes without the runtime that process `pid`, which
+/// runs `image` for `reason`, is counted in (made on first use; past
+/// [`IMAGES_NAMED`] images, new ones share one group), with its pid named
+/// while the group names fewer than [`PIDS_NAMED`].
+fn unprofiled_group(
+    groups: &mut BTreeMap<(Vec<u8>, u32), Unprofiled>,
+    pid: i32,
+    reason: u32,
+    mut image: Vec<u8>,
+) -> &mut Unprofiled {
+    if groups.len() >= IMAGES_NAMED && !groups.contains_key(&(image.clone(), reason)) {
+        image = b"other images".to_vec();
+    }
+    let group = groups.entry((image, reason)).or_default();
+    if group.pids.len() < PIDS_NAMED {
+        group.pids.push(pid);
+    }
+    group
+}
 
 /// "12, 13, 14" of `total` ids, with "…" when some are not named.
 fn listed(named: &[i32], total: u64) -> String {
@@ -291,21 +311,9 @@ impl Taps<'_> {
     /// what they start) from now on, if it can. Counted in its image's
     /// group for the run summary.
     fn sample_without_runtime(&mut self, process: WithoutRuntime) {
-        let WithoutRuntime {
-            pid,
-            reason,
-            mut image,
-        } = process;
+        let WithoutRuntime { pid, reason, image } = process;
         let kernel = self.shared.options.kernel_threads;
-        if self.without_runtime.len() >= IMAGES_NAMED
-            && !self.without_runtime.contains_key(&(image.clone(), reason))
-        {
-            image = b"other images".to_vec();
-        }
-        let group = self.without_runtime.entry((image, reason)).or_default();
-        if group.pids.len() < PIDS_NAMED {
-            group.pids.push(pid);
-        }
+        let group = unprofiled_group(&mut self.without_runtime, pid, reason, image);
         let Some(kernel) = kernel else {
             group.refused += 1;
             group.why_refused = Some("kernel sampling is off: `--sampler auto` turns it on".into());
@@ -381,7 +389,7 @@ impl Taps<'_> {
         let mut tap = self.taps.swap_remove(i);
         let mut last = Batch::default();
         tap.finish(&mut last);
-        last.notes.extend(threads_noted(&tap));
+        last.notes.extend(threads_noted(&tap.threads_noted));
         if !last.is_empty() {
             let _ = self.to_writer.send(ToWriter::Records {
                 id: tap.id,
@@ -396,15 +404,15 @@ impl Taps<'_> {
     /// as this user, a process of the run seen ended lately (its ancestry
     /// can no longer be read).
     fn is_member(&self, peer: listen::Peer) -> bool {
-        let root = self.shared.options.run_root;
         // SAFETY: geteuid has no preconditions.
-        let same_user = peer.uid == unsafe { libc::geteuid() };
-        (same_user && self.expected.ended.contains_key(&peer.pid))
-            || ancestry::descends(peer.pid, |p| {
-                p == root
-                    || self.expected.pending.contains_key(&p)
-                    || self.taps.iter().any(|t| t.pid == p && !t.exited)
-            })
+        let own_uid = unsafe { libc::geteuid() };
+        self.expected.admits(
+            peer,
+            own_uid,
+            self.shared.options.run_root,
+            |p| self.taps.iter().any(|t| t.pid == p && !t.exited),
+            |p| ancestry::stat(p).map(|s| s.ppid),
+        )
     }
 
     fn start(&mut self, h: listen::Handover) {
@@ -453,22 +461,59 @@ struct Expected {
 
 impl Expected {
     fn announce(&mut self, pid: i32) {
+        self.announce_with(pid, strobe_core::pidfd::open, strobe_core::clock::now_ns);
+    }
+
+    /// [`Expected::announce`] with the pidfd `open` gives (an error: the
+    /// process is gone) and the time `now` reads.
+    fn announce_with(
+        &mut self,
+        pid: i32,
+        open: impl FnOnce(i32) -> std::io::Result<OwnedFd>,
+        now: impl FnOnce() -> u64,
+    ) {
         if self.connected.contains(&pid) || self.pending.contains_key(&pid) {
             return;
         }
-        match strobe_core::pidfd::open(pid) {
+        match open(pid) {
             Ok(fd) => {
                 self.pending.insert(pid, fd);
             }
-            Err(_) => self.child_ended(pid),
+            Err(_) => self.child_ended_at(pid, now()),
         }
     }
 
     /// Process `pid` of the run (announced, or followed) ended; it may
     /// still have connections waiting.
     fn child_ended(&mut self, pid: i32) {
+        self.child_ended_at(pid, strobe_core::clock::now_ns());
+    }
+
+    /// [`Expected::child_ended`], seen at `now_ns`.
+    fn child_ended_at(&mut self, pid: i32, now_ns: u64) {
         self.pending.remove(&pid);
-        self.ended.insert(pid, strobe_core::clock::now_ns());
+        self.ended.insert(pid, now_ns);
+    }
+
+    /// Whether `peer` belongs to the run whose root is `root` (see
+    /// [`Taps::is_member`]): it descends from the root, a child still
+    /// expected or an image `followed` (by the parents `parent_of` gives);
+    /// or it connected as `own_uid` (the collector's user) and is a
+    /// process of the run seen ended lately.
+    fn admits(
+        &self,
+        peer: listen::Peer,
+        own_uid: u32,
+        root: i32,
+        followed: impl Fn(i32) -> bool,
+        parent_of: impl Fn(i32) -> Option<i32>,
+    ) -> bool {
+        (peer.uid == own_uid && self.ended.contains_key(&peer.pid))
+            || ancestry::descends_through(
+                peer.pid,
+                |p| p == root || self.pending.contains_key(&p) || followed(p),
+                parent_of,
+            )
     }
 
     /// Forgets the ended children whose connection could no longer be
@@ -513,6 +558,21 @@ pub fn run(listener: &mut listen::Listener, shared: &Shared) {
             },
         );
     });
+}
+
+/// Whether the run is over: the user interrupted it, or the launched
+/// program ended and nothing of the run is left: no image followed, no
+/// announced child still to connect, and no connection waiting to be
+/// decided on (a child that connected and ended before its parent's
+/// announcement was read is part of the run).
+fn run_over(
+    interrupted: bool,
+    program_done: bool,
+    images: usize,
+    children_expected: usize,
+    listener_idle: bool,
+) -> bool {
+    interrupted || (program_done && images == 0 && children_expected == 0 && listener_idle)
 }
 
 /// Follows every image of the run until it is over.
@@ -630,10 +690,13 @@ fn follow(listener: &mut listen::Listener, t: &mut Taps<'_>) {
             .map(|tap| (tap.pid, Some(tap.command.clone())))
             .chain(t.expected.pending.keys().map(|&pid| (pid, None)))
             .collect();
-        // Connections still to decide on (a child that connected and ended
-        // before its parent's announcement was read) are part of the run.
-        let settled = t.taps.is_empty() && t.expected.pending.is_empty() && listener.idle();
-        if interrupted || (program_done && settled) {
+        if run_over(
+            interrupted,
+            program_done,
+            t.taps.len(),
+            t.expected.pending.len(),
+            listener.idle(),
+        ) {
             if let Some(events) = kernel.as_mut() {
                 t.drain_kernel(events);
             }
@@ -649,5 +712,249 @@ fn follow(listener: &mut listen::Listener, t: &mut Taps<'_>) {
             }
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::listen::{Peer, UNKNOWN_GRACE_NS};
+
+    /// A descriptor standing for a child's pidfd.
+    fn pidfd() -> std::io::Result<OwnedFd> {
+        Ok(std::fs::File::open("/dev/null")?.into())
+    }
+
+    fn gone(_: i32) -> std::io::Result<OwnedFd> {
+        Err(std::io::Error::from_raw_os_error(libc::ESRCH))
+    }
+
+    #[test]
+    fn an_announced_child_is_expected_until_it_connects_or_ends() {
+        let mut e = Expected::default();
+        e.announce_with(10, |_| pidfd(), || 0);
+        e.announce_with(11, |_| pidfd(), || 0);
+        assert_eq!(e.pending.len(), 2);
+        // Announced twice (fork, then the child's exec): expected once,
+        // its descriptor not opened again.
+        e.announce_with(10, |_| panic!("opened twice"), || 0);
+        assert_eq!(e.pending.len(), 2);
+        e.connected(10);
+        assert!(!e.pending.contains_key(&10));
+        // A child that connected before its parent's announcement was
+        // read is not expected again.
+        e.announce_with(10, |_| panic!("already connected"), || 0);
+        assert!(!e.pending.contains_key(&10));
+        e.child_ended_at(11, 5_000);
+        assert!(e.pending.is_empty());
+        assert_eq!(e.ended.get(&11), Some(&5_000));
+    }
+
+    #[test]
+    fn a_child_gone_before_its_announcement_was_read_is_remembered_as_ended() {
+        let mut e = Expected::default();
+        e.announce_with(12, gone, || 7_000);
+        assert!(e.pending.is_empty());
+        assert_eq!(e.ended.get(&12), Some(&7_000));
+    }
+
+    #[test]
+    fn ended_processes_are_forgotten_after_twice_the_listeners_grace() {
+        let mut e = Expected::default();
+        e.child_ended_at(1, 1_000);
+        e.child_ended_at(2, 1_000 + UNKNOWN_GRACE_NS);
+        e.forget_ended(1_000 + 2 * UNKNOWN_GRACE_NS);
+        assert!(e.ended.contains_key(&1), "kept up to the bound itself");
+        e.forget_ended(1_001 + 2 * UNKNOWN_GRACE_NS);
+        assert!(!e.ended.contains_key(&1));
+        assert!(e.ended.contains_key(&2));
+        // A clock that seems to go back keeps them.
+        e.forget_ended(0);
+        assert!(e.ended.contains_key(&2));
+        e.forget_ended(u64::MAX);
+        assert!(e.ended.is_empty());
+    }
+
+    /// Parents as `/proc` would show them: 1 ← 50 (the launcher, the
+    /// run's root) ← 60 ← 70; 80 and 90 are children of 1; 95 of 90.
+    fn parent_of(pid: i32) -> Option<i32> {
+        match pid {
+            50 | 80 | 90 => Some(1),
+            60 => Some(50),
+            70 => Some(60),
+            95 => Some(90),
+            _ => None,
+        }
+    }
+
+    const ME: u32 = 1000;
+
+    fn peer(pid: i32, uid: u32) -> Peer {
+        Peer { pid, uid }
+    }
+
+    #[test]
+    fn the_run_is_its_root_and_the_roots_descendants_whoever_their_user() {
+        let e = Expected::default();
+        let none = |_| false;
+        for pid in [50, 60, 70] {
+            assert!(e.admits(peer(pid, ME), ME, 50, none, parent_of), "{pid}");
+            // `runuser -u postgres -- postgres` under a root launcher.
+            assert!(e.admits(peer(pid, 70), ME, 50, none, parent_of), "{pid}");
+        }
+        for pid in [1, 80, 95, 12345] {
+            assert!(!e.admits(peer(pid, ME), ME, 50, none, parent_of), "{pid}");
+        }
+    }
+
+    #[test]
+    fn followed_images_and_expected_children_bring_their_descendants_in() {
+        let mut e = Expected::default();
+        // 80 outlived its parent of the run (now a child of 1), announced.
+        e.announce_with(80, |_| pidfd(), || 0);
+        assert!(e.admits(peer(80, 7), ME, 50, |_| false, parent_of));
+        // 90 is followed (it connected); 95 is its child.
+        let followed = |p| p == 90;
+        assert!(e.admits(peer(95, 7), ME, 50, followed, parent_of));
+        assert!(!e.admits(peer(95, 7), ME, 50, |_| false, parent_of));
+    }
+
+    #[test]
+    fn a_process_of_the_run_seen_ended_is_let_in_only_as_the_collectors_user() {
+        let mut e = Expected::default();
+        // Ended, and gone from /proc: nothing shows whose child it was.
+        e.child_ended_at(4242, 0);
+        assert!(e.admits(peer(4242, ME), ME, 50, |_| false, parent_of));
+        assert!(!e.admits(peer(4242, ME + 1), ME, 50, |_| false, parent_of));
+        assert!(!e.admits(peer(4243, ME), ME, 50, |_| false, parent_of));
+        e.forget_ended(u64::MAX);
+        assert!(!e.admits(peer(4242, ME), ME, 50, |_| false, parent_of));
+    }
+
+    #[test]
+    fn the_run_ends_when_the_program_ended_and_nothing_of_it_is_left() {
+        assert!(run_over(false, true, 0, 0, true));
+        assert!(!run_over(false, false, 0, 0, true), "the program runs");
+        assert!(!run_over(false, true, 1, 0, true), "an image is followed");
+        assert!(!run_over(false, true, 0, 1, true), "a child is expected");
+        assert!(!run_over(false, true, 0, 0, false), "a connection waits");
+        assert!(run_over(true, false, 3, 2, false), "interrupted");
+    }
+
+    #[test]
+    fn ids_are_listed_with_a_mark_when_some_are_not_named() {
+        assert_eq!(listed(&[12, 13, 14], 3), "12, 13, 14");
+        assert_eq!(listed(&[12, 13], 47), "12, 13, …");
+        assert_eq!(listed(&[], 0), "");
+        assert_eq!(count_of(1, "process", "processes"), "1 process");
+        assert_eq!(count_of(0, "process", "processes"), "0 processes");
+        assert_eq!(count_of(47, "thread", "threads"), "47 threads");
+    }
+
+    #[test]
+    fn processes_without_the_runtime_are_grouped_by_image_with_a_few_named() {
+        let mut groups = BTreeMap::new();
+        for pid in 1..=7 {
+            unprofiled_group(
+                &mut groups,
+                pid,
+                exec_reason::STATIC,
+                b"/bin/busybox".to_vec(),
+            )
+            .refused += 1;
+        }
+        unprofiled_group(
+            &mut groups,
+            8,
+            exec_reason::SETUID,
+            b"/bin/busybox".to_vec(),
+        )
+        .sampled += 1;
+        assert_eq!(groups.len(), 2, "one group per image and reason");
+        let busybox = &groups[&(b"/bin/busybox".to_vec(), exec_reason::STATIC)];
+        assert_eq!(busybox.pids, [1, 2, 3, 4, 5]);
+        assert_eq!(busybox.refused, 7);
+        // Past the images named, new ones share one group; known ones
+        // keep theirs.
+        for i in groups.len()..IMAGES_NAMED {
+            unprofiled_group(
+                &mut groups,
+                100,
+                exec_reason::STATIC,
+                format!("/x/{i}").into(),
+            );
+        }
+        assert_eq!(groups.len(), IMAGES_NAMED);
+        unprofiled_group(&mut groups, 200, exec_reason::STATIC, b"/y/new".to_vec());
+        unprofiled_group(&mut groups, 201, exec_reason::STATIC, b"/y/newer".to_vec());
+        unprofiled_group(
+            &mut groups,
+            9,
+            exec_reason::STATIC,
+            b"/bin/busybox".to_vec(),
+        );
+        assert_eq!(groups.len(), IMAGES_NAMED + 1);
+        let others = &groups[&(b"other images".to_vec(), exec_reason::STATIC)];
+        assert_eq!(others.pids, [200, 201]);
+        assert!(!groups.contains_key(&(b"/y/new".to_vec(), exec_reason::STATIC)));
+    }
+
+    #[test]
+    fn a_group_of_processes_without_the_runtime_is_one_line() {
+        let group = Unprofiled {
+            pids: vec![10, 11],
+            sampled: 1,
+            gone: 1,
+            ..Unprofiled::default()
+        };
+        assert_eq!(
+            group.note(b"/bin/static", exec_reason::STATIC),
+            "2 processes of /bin/static (pids 10, 11) ran a static image (nothing can be \
+             preloaded into it): 1 process sampled by the kernel from when the collector saw \
+             it start (no regions, markers or tracing); 1 process ended before the collector \
+             could sample it"
+        );
+        let group = Unprofiled {
+            pids: vec![1, 2, 3, 4, 5],
+            refused: 7,
+            why_refused: Some("kernel sampling is off".into()),
+            ..Unprofiled::default()
+        };
+        assert_eq!(
+            group.note(b"env", exec_reason::ENVIRONMENT),
+            "7 processes of env (pids 1, 2, 3, 4, 5, …) started with a cleared environment \
+             (strobe's runtime was not passed on): 7 processes not profiled (kernel sampling \
+             is off)"
+        );
+        let group = Unprofiled {
+            pids: vec![3],
+            sampled: 2,
+            ..Unprofiled::default()
+        };
+        assert!(group
+            .note(b"x", exec_reason::SETUID)
+            .contains("2 processes sampled by the kernel from when the collector saw each start"));
+    }
+
+    #[test]
+    fn threads_handed_to_the_kernel_are_one_line_per_reason_and_outcome() {
+        let mut noted: BTreeMap<(&'static str, String), Vec<i32>> = BTreeMap::new();
+        noted.insert(
+            ("blocked the sampling signal", "not sampled".into()),
+            vec![7],
+        );
+        noted.insert(
+            ("had no sampler", "sampled by the kernel".into()),
+            (20..28).collect(),
+        );
+        assert_eq!(
+            threads_noted(&noted),
+            [
+                "thread 7 blocked the sampling signal: not sampled".to_string(),
+                "8 threads (20, 21, 22, 23, 24, …) had no sampler: sampled by the kernel"
+                    .to_string()
+            ]
+        );
+        assert!(threads_noted(&BTreeMap::new()).is_empty());
     }
 }

@@ -150,8 +150,9 @@ fn race(program: &std::fs::File, span: usize, seed: u64, stop: &AtomicBool) {
     }
 }
 
-/// The collector's options for a harness run writing into `dir`.
-fn options_for(dir: &Path) -> Options {
+/// The collector's options for a harness run writing into `dir` (and for
+/// the collector's unit tests).
+pub(crate) fn options_for(dir: &Path) -> Options {
     let dir = dir.to_path_buf();
     Options {
         run_root: std::process::id() as i32,

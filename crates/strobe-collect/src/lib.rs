@@ -397,3 +397,44 @@ fn comm(pid: i32) -> String {
         .map(|c| c.trim_end().to_string())
         .unwrap_or_else(|_| "starting".into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU32;
+
+    #[test]
+    fn the_run_directory_is_made_once_on_first_use() {
+        let made = Arc::new(AtomicU32::new(0));
+        let counter = made.clone();
+        let dir = RunDir::new(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Ok(PathBuf::from("/runs/prog-1"))
+        });
+        assert_eq!(
+            dir.created(),
+            None,
+            "a run that records nothing leaves none"
+        );
+        assert_eq!(made.load(Ordering::SeqCst), 0);
+        assert_eq!(dir.path(), Ok(Path::new("/runs/prog-1")));
+        assert_eq!(dir.path(), Ok(Path::new("/runs/prog-1")));
+        assert_eq!(made.load(Ordering::SeqCst), 1);
+        assert_eq!(dir.created(), Some(PathBuf::from("/runs/prog-1")));
+    }
+
+    #[test]
+    fn a_run_directory_that_cannot_be_made_is_not_tried_again() {
+        let tries = Arc::new(AtomicU32::new(0));
+        let counter = tries.clone();
+        let dir = RunDir::new(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Err(std::io::Error::from_raw_os_error(libc::EACCES))
+        });
+        let first = dir.path().unwrap_err();
+        assert!(first.contains("Permission denied"), "{first}");
+        assert_eq!(dir.path().unwrap_err(), first);
+        assert_eq!(tries.load(Ordering::SeqCst), 1);
+        assert_eq!(dir.created(), None);
+    }
+}

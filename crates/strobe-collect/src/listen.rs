@@ -363,6 +363,288 @@ fn receive(conn: &OwnedFd) -> Received {
 mod tests {
     use super::*;
 
+    /// Connects to `listener` as a runtime does (this process is the peer).
+    fn connect(listener: &Listener) -> OwnedFd {
+        // SAFETY: socket(2) with constant arguments.
+        let fd =
+            unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) };
+        assert!(fd >= 0);
+        // SAFETY: a descriptor we just created and own.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let (addr, len) = strobe_wire::socket::abstract_address(listener.name()).unwrap();
+        // SAFETY: a valid address of `len` bytes.
+        let rc = unsafe {
+            libc::connect(
+                fd.as_raw_fd(),
+                &addr as *const libc::sockaddr_un as *const libc::sockaddr,
+                len,
+            )
+        };
+        assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+        fd
+    }
+
+    /// Sends `data` with the descriptors `fds` on `conn`.
+    fn send(conn: &OwnedFd, data: &[u8], fds: &[i32]) {
+        let mut iov = libc::iovec {
+            iov_base: data.as_ptr() as *mut libc::c_void,
+            iov_len: data.len(),
+        };
+        let mut control = [0u64; 8];
+        // SAFETY: msghdr is plain old data.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        if !fds.is_empty() {
+            let bytes = (fds.len() * 4) as u32;
+            msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+            // SAFETY: CMSG_SPACE is a pure computation.
+            msg.msg_controllen = unsafe { libc::CMSG_SPACE(bytes) } as usize;
+            // SAFETY: the control buffer holds one header with the ints.
+            unsafe {
+                let cmsg = libc::CMSG_FIRSTHDR(&msg);
+                (*cmsg).cmsg_level = libc::SOL_SOCKET;
+                (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+                (*cmsg).cmsg_len = libc::CMSG_LEN(bytes) as usize;
+                std::ptr::copy_nonoverlapping(
+                    fds.as_ptr(),
+                    libc::CMSG_DATA(cmsg) as *mut i32,
+                    fds.len(),
+                );
+            }
+        }
+        // SAFETY: a connected socket and a valid message.
+        let n = unsafe { libc::sendmsg(conn.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+        assert_eq!(n, data.len() as isize, "{}", io::Error::last_os_error());
+    }
+
+    /// What a runtime sends: its pid, a segment's descriptor and a pidfd.
+    fn hand_over(conn: &OwnedFd, pidfd: &OwnedFd) {
+        let segment = std::fs::File::open("/dev/null").unwrap();
+        send(
+            conn,
+            &(std::process::id() as i32).to_le_bytes(),
+            &[segment.as_raw_fd(), pidfd.as_raw_fd()],
+        );
+    }
+
+    fn me() -> Peer {
+        Peer {
+            pid: std::process::id() as i32,
+            // SAFETY: geteuid has no preconditions.
+            uid: unsafe { libc::geteuid() },
+        }
+    }
+
+    fn own_pidfd() -> OwnedFd {
+        strobe_core::pidfd::open(std::process::id() as i32).unwrap()
+    }
+
+    #[test]
+    fn a_members_handover_is_taken_once_its_message_arrives() {
+        let mut l = Listener::bind().unwrap();
+        assert!(l.idle());
+        let conn = connect(&l);
+        let out = l.accept(1_000, |p| p == me());
+        assert!(out.handovers.is_empty() && out.notes.is_empty());
+        assert!(!l.idle(), "waiting for its message");
+        let pidfd = own_pidfd();
+        hand_over(&conn, &pidfd);
+        let out = l.accept(2_000, |_| panic!("a member is not asked again"));
+        assert_eq!(out.handovers.len(), 1);
+        assert_eq!(out.handovers[0].pid, me().pid);
+        assert!(out.notes.is_empty());
+        assert!(l.idle());
+        assert_eq!(l.refused(), 0);
+    }
+
+    #[test]
+    fn an_unknown_peer_is_looked_at_again_during_its_grace_then_refused() {
+        let mut l = Listener::bind().unwrap();
+        let _conn = connect(&l);
+        let start = 10_000;
+        let out = l.accept(start, |_| false);
+        assert!(out.notes.is_empty());
+        assert!(!l.idle(), "the run is not over while it is undecided");
+        let out = l.accept(start + UNKNOWN_GRACE_NS - 1, |_| false);
+        assert!(out.notes.is_empty());
+        assert_eq!(l.refused(), 0);
+        let out = l.accept(start + UNKNOWN_GRACE_NS, |_| false);
+        assert_eq!(l.refused(), 1);
+        assert!(l.idle());
+        assert_eq!(
+            out.notes,
+            [format!(
+                "refused a connection from pid {} (uid {}): not a process of this run",
+                me().pid,
+                me().uid
+            )]
+        );
+    }
+
+    #[test]
+    fn an_unknown_peer_known_within_its_grace_is_taken() {
+        let mut l = Listener::bind().unwrap();
+        let conn = connect(&l);
+        l.accept(0, |_| false);
+        let pidfd = own_pidfd();
+        hand_over(&conn, &pidfd);
+        // Its parent's announcement was read meanwhile.
+        let out = l.accept(UNKNOWN_GRACE_NS - 1, |p| p == me());
+        assert_eq!(out.handovers.len(), 1);
+        assert!(l.idle());
+        assert_eq!(l.refused(), 0);
+    }
+
+    #[test]
+    fn a_member_that_sends_nothing_is_dropped_at_the_deadline() {
+        let mut l = Listener::bind().unwrap();
+        let _conn = connect(&l);
+        l.accept(5, |_| true);
+        let out = l.accept(5 + RECEIVE_DEADLINE_NS - 1, |_| true);
+        assert!(out.notes.is_empty());
+        assert!(!l.idle());
+        let out = l.accept(5 + RECEIVE_DEADLINE_NS, |_| true);
+        assert!(l.idle());
+        assert_eq!(l.refused(), 1);
+        assert_eq!(
+            out.notes,
+            [format!(
+                "closed the connection of pid {}: it sent nothing within 10 s",
+                me().pid
+            )]
+        );
+    }
+
+    #[test]
+    fn messages_not_of_a_runtimes_shape_are_refused() {
+        let pidfd = own_pidfd();
+        let null = std::fs::File::open("/dev/null").unwrap();
+        let pid = (std::process::id() as i32).to_le_bytes();
+        let shapes: [(&[u8], Vec<i32>); 4] = [
+            (&pid, vec![]),
+            (&pid, vec![null.as_raw_fd()]),
+            (b"12", vec![null.as_raw_fd(), pidfd.as_raw_fd()]),
+            (
+                &pid,
+                vec![null.as_raw_fd(), pidfd.as_raw_fd(), null.as_raw_fd()],
+            ),
+        ];
+        for (data, fds) in shapes {
+            let mut l = Listener::bind().unwrap();
+            let conn = connect(&l);
+            send(&conn, data, &fds);
+            let out = l.accept(0, |_| true);
+            assert!(out.handovers.is_empty(), "{data:?} {fds:?}");
+            assert_eq!(
+                out.notes,
+                [format!(
+                    "refused the handover of pid {}: not a runtime's message",
+                    me().pid
+                )],
+                "{data:?} {fds:?}"
+            );
+            assert!(l.idle());
+        }
+        // Closed without a word.
+        let mut l = Listener::bind().unwrap();
+        drop(connect(&l));
+        let out = l.accept(0, |_| true);
+        assert_eq!(out.notes.len(), 1);
+        assert!(out.notes[0].contains("not a runtime's message"));
+    }
+
+    #[test]
+    fn a_handover_whose_process_descriptor_is_not_the_peers_is_refused() {
+        let mut l = Listener::bind().unwrap();
+        let conn = connect(&l);
+        let null = std::fs::File::open("/dev/null").unwrap();
+        let not_a_pidfd: OwnedFd = std::fs::File::open("/dev/null").unwrap().into();
+        send(
+            &conn,
+            &(std::process::id() as i32).to_le_bytes(),
+            &[null.as_raw_fd(), not_a_pidfd.as_raw_fd()],
+        );
+        let out = l.accept(0, |_| true);
+        assert!(out.handovers.is_empty());
+        assert_eq!(
+            out.notes,
+            [format!(
+                "refused the handover of pid {}: its process descriptor is of no pidfd",
+                me().pid
+            )]
+        );
+    }
+
+    #[test]
+    fn the_pid_a_message_claims_is_not_the_one_kept() {
+        let mut l = Listener::bind().unwrap();
+        let conn = connect(&l);
+        let null = std::fs::File::open("/dev/null").unwrap();
+        let pidfd = own_pidfd();
+        send(
+            &conn,
+            &1i32.to_le_bytes(),
+            &[null.as_raw_fd(), pidfd.as_raw_fd()],
+        );
+        let out = l.accept(0, |p| p.pid != 1);
+        assert_eq!(out.handovers.len(), 1);
+        assert_eq!(out.handovers[0].pid, me().pid, "the kernel's word");
+    }
+
+    #[test]
+    fn a_flood_of_unknown_peers_is_bounded_and_named_only_at_first() {
+        let mut l = Listener::bind().unwrap();
+        let conns: Vec<OwnedFd> = (0..MAX_UNKNOWN + 10).map(|_| connect(&l)).collect();
+        let out = l.accept(0, |_| false);
+        // Past the bound, refused at once; the first few by name.
+        assert_eq!(l.refused(), 10);
+        assert_eq!(out.notes.len(), NAMED_REFUSALS as usize);
+        let out = l.accept(UNKNOWN_GRACE_NS, |_| false);
+        assert_eq!(l.refused(), MAX_UNKNOWN as u64 + 10);
+        assert!(out.notes.is_empty(), "only counted now");
+        assert!(l.idle());
+        drop(conns);
+    }
+
+    #[test]
+    fn members_waiting_for_their_message_are_bounded() {
+        let mut l = Listener::bind().unwrap();
+        let conns: Vec<OwnedFd> = (0..MAX_WAITING + 2).map(|_| connect(&l)).collect();
+        let out = l.accept(0, |_| true);
+        assert_eq!(l.refused(), 2);
+        assert_eq!(out.notes.len(), 2);
+        assert!(out.notes[0].ends_with(&format!(
+            "{MAX_WAITING} connections of the run were already waiting for their message"
+        )));
+        // The ones kept are still taken once they speak.
+        let pidfd = own_pidfd();
+        for conn in &conns[..3] {
+            hand_over(conn, &pidfd);
+        }
+        let out = l.accept(1, |_| true);
+        assert_eq!(out.handovers.len(), 3);
+        assert!(!l.idle());
+    }
+
+    #[test]
+    fn one_pass_takes_a_bounded_number_of_new_connections() {
+        let mut l = Listener::bind().unwrap();
+        let n = ACCEPTS_PER_PASS + 5;
+        let conns: Vec<OwnedFd> = (0..n).map(|_| connect(&l)).collect();
+        // Refused at once (no room for unknown peers): counts the accepted.
+        let full = |l: &mut Listener, now| {
+            let before = l.refused();
+            l.accept(now, |_| false);
+            l.refused() - before
+        };
+        let first = full(&mut l, 0);
+        assert_eq!(first, (ACCEPTS_PER_PASS - MAX_UNKNOWN) as u64);
+        let second = full(&mut l, 1);
+        assert_eq!(second, 5, "the rest on the next pass");
+        drop(conns);
+    }
+
     #[test]
     fn a_pidfd_names_its_process_and_other_descriptors_none() {
         let me = std::process::id() as i32;

@@ -124,4 +124,131 @@ mod tests {
         );
         assert!(call(&bytes[..10]).is_none());
     }
+
+    fn index(name: &str) -> u16 {
+        MPI_FUNCTIONS.iter().position(|f| *f == name).unwrap() as u16
+    }
+
+    #[test]
+    fn a_completion_names_every_message_it_received() {
+        let body = MpiCallBody {
+            begin_ns: 1,
+            recv_bytes: 64,
+            flow_in: 11,
+            function: index("MPI_Waitall"),
+            fields: mpi_fields::RECV_BYTES | mpi_fields::FLOW_IN,
+            comm_len: 4,
+            comm_size: 2,
+            ..Default::default()
+        };
+        let mut bytes = as_bytes(&body).to_vec();
+        bytes.extend_from_slice(b"self");
+        for k in [12u64, 13] {
+            bytes.extend_from_slice(&k.to_le_bytes());
+        }
+        // A partial key at the end is left out.
+        bytes.extend_from_slice(&[1, 2, 3]);
+        let c = call(&bytes).unwrap();
+        assert_eq!(c.name, "MPI_Waitall");
+        let args: Vec<_> = c.args.iter().map(|a| (a.0, a.1, a.2.as_str())).collect();
+        assert_eq!(
+            args,
+            [
+                ("recv_bytes", "int", "64"),
+                ("comm", "str", "self"),
+                ("comm_size", "int", "2"),
+                ("flow_in", "int", "11"),
+                ("flow_in", "int", "12"),
+                ("flow_in", "int", "13")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_call_says_only_what_its_fields_mark_and_bad_records_are_refused() {
+        let body = MpiCallBody {
+            begin_ns: 9,
+            bytes: 5,
+            peer: -3,
+            root: 2,
+            tag: 77,
+            flow_out: 99,
+            function: index("MPI_Bcast"),
+            fields: mpi_fields::ROOT,
+            ..Default::default()
+        };
+        let c = call(as_bytes(&body)).unwrap();
+        assert_eq!((c.name, c.begin_ns), ("MPI_Bcast", 9));
+        let args: Vec<_> = c.args.iter().map(|a| (a.0, a.2.as_str())).collect();
+        assert_eq!(args, [("root", "2")], "no comm without its id");
+        // Keys after the body are only read for a call that received.
+        let mut more = as_bytes(&body).to_vec();
+        more.extend_from_slice(&5u64.to_le_bytes());
+        assert_eq!(call(&more).unwrap().args.len(), 1);
+        // A communicator id longer than the record: what there is.
+        let cut = MpiCallBody {
+            comm_len: 1000,
+            ..body
+        };
+        let mut bytes = as_bytes(&cut).to_vec();
+        bytes.extend_from_slice(b"wor");
+        let c = call(&bytes).unwrap();
+        assert!(c.args.iter().any(|a| a.0 == "comm" && a.2 == "wor"));
+        // Not UTF-8: replaced, not refused.
+        let mut odd = as_bytes(&MpiCallBody {
+            comm_len: 2,
+            ..body
+        })
+        .to_vec();
+        odd.extend_from_slice(b"\xff\xfe");
+        assert!(call(&odd)
+            .unwrap()
+            .args
+            .iter()
+            .any(|a| a.2 == "\u{fffd}\u{fffd}"));
+        // A function index past the table.
+        let unknown = MpiCallBody {
+            function: MPI_FUNCTIONS.len() as u16,
+            ..body
+        };
+        assert!(call(as_bytes(&unknown)).is_none());
+        assert!(call(&[]).is_none());
+        let whole = as_bytes(&body);
+        for n in 0..whole.len() {
+            assert!(call(&whole[..n]).is_none(), "{n} bytes");
+        }
+    }
+
+    #[test]
+    fn a_clock_comparison_decodes_for_either_phase_and_no_other() {
+        let body = MpiClockBody {
+            local_ns: 1_000,
+            offset_ns: -250,
+            rtt_ns: 40,
+            rank: 3,
+            world_size: 8,
+            reference_rank: 0,
+            phase: mpi_phase::INIT,
+        };
+        let (sync, rank, world) = clock(as_bytes(&body)).unwrap();
+        assert_eq!(
+            (
+                sync.phase,
+                sync.local_ns,
+                sync.offset_ns,
+                sync.rtt_ns,
+                sync.reference_rank
+            ),
+            ("init", 1_000, -250, 40, 0)
+        );
+        assert_eq!((rank, world), (3, 8));
+        let finalize = MpiClockBody {
+            phase: mpi_phase::FINALIZE,
+            ..body
+        };
+        assert_eq!(clock(as_bytes(&finalize)).unwrap().0.phase, "finalize");
+        let other = MpiClockBody { phase: 2, ..body };
+        assert!(clock(as_bytes(&other)).is_none());
+        assert!(clock(&as_bytes(&body)[..39]).is_none());
+    }
 }

@@ -827,3 +827,113 @@ impl Profile {
         self.writer.finish(end_ns)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(dir: &Path) -> Profile {
+        let process = ProcessInfo {
+            pid: 1,
+            ppid: 0,
+            init_ns: 0,
+            start_ns: 0,
+            start_unix_ns: 0,
+            command: "test".into(),
+            environment: Vec::new(),
+        };
+        Profile::create(&dir.join("p.db"), &process, WriterOptions::default()).unwrap()
+    }
+
+    /// The statistics of `name` on `tid`: calls, total, self, kept, kept
+    /// time.
+    fn stats(p: &Profile, tid: i32, name: StringId) -> (u64, u64, u64, u64, u64) {
+        let (_, c, _) = p.stats[&(tid, name)];
+        (c.calls, c.total_ns, c.self_ns, c.kept, c.kept_ns)
+    }
+
+    #[test]
+    fn regions_shorter_than_the_filter_are_counted_per_thread_and_name_not_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = profile(dir.path());
+        p.use_time_filter(100);
+        let outer = p.text("outer").unwrap();
+        let inner = p.text("inner").unwrap();
+        // Thread 1: outer [0, 1000] around inner [10, 60] (too short) and
+        // inner [100, 300].
+        p.region_begin(1, outer, 0, Vec::new()).unwrap();
+        p.region_begin(1, inner, 10, Vec::new()).unwrap();
+        p.region_end(1, 60, &[]).unwrap();
+        p.region_begin(1, inner, 100, Vec::new()).unwrap();
+        p.region_end(1, 300, &[]).unwrap();
+        p.region_end(1, 1000, &[]).unwrap();
+        // Thread 2: one just under the filter, one exactly at it.
+        p.region_begin(2, inner, 0, Vec::new()).unwrap();
+        p.region_end(2, 99, &[]).unwrap();
+        p.region_begin(2, inner, 1000, Vec::new()).unwrap();
+        p.region_end(2, 1100, &[]).unwrap();
+        // An end that comes before its begin (clocks of two CPUs): 0 ns.
+        p.region_begin(3, inner, 500, Vec::new()).unwrap();
+        p.region_end(3, 400, &[]).unwrap();
+        // An end with nothing open: ignored.
+        p.region_end(4, 5, &[]).unwrap();
+        assert_eq!(stats(&p, 1, inner), (2, 250, 250, 1, 200));
+        assert_eq!(
+            stats(&p, 1, outer),
+            (1, 1000, 750, 1, 1000),
+            "self excludes nested"
+        );
+        assert_eq!(stats(&p, 2, inner), (2, 199, 199, 1, 100));
+        assert_eq!(stats(&p, 3, inner), (1, 0, 0, 0, 0));
+        assert_eq!(p.stats.len(), 4);
+        assert_eq!(p.rows, 3, "only the regions kept are rows");
+        assert!(p.error.is_none());
+    }
+
+    #[test]
+    fn statistics_rows_keep_their_ids_and_are_written_again_only_when_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = profile(dir.path());
+        p.use_time_filter(1_000);
+        let a = p.text("a").unwrap();
+        let b = p.text("b").unwrap();
+        for (tid, name) in [(1, a), (1, b), (2, a)] {
+            p.region_begin(tid, name, 0, Vec::new()).unwrap();
+            p.region_end(tid, 10, &[]).unwrap();
+        }
+        let ids: Vec<i64> = [(1, a), (1, b), (2, a)]
+            .iter()
+            .map(|k| p.stats[k].0)
+            .collect();
+        assert_eq!(ids, [1, 2, 3]);
+        assert!(p.stats.values().all(|(_, _, changed)| *changed));
+        p.commit();
+        assert!(p.error.is_none(), "{:?}", p.error);
+        assert!(p.stats.values().all(|(_, _, changed)| !*changed));
+        p.region_begin(1, b, 20, Vec::new()).unwrap();
+        p.region_end(1, 25, &[]).unwrap();
+        assert!(p.stats[&(1, b)].2);
+        assert!(!p.stats[&(1, a)].2);
+        assert_eq!(p.stats[&(1, b)].0, 2, "the same row");
+        assert_eq!(stats(&p, 1, b), (2, 15, 15, 0, 0));
+    }
+
+    #[test]
+    fn without_a_filter_every_region_is_stored_and_none_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = profile(dir.path());
+        let a = p.text("a").unwrap();
+        for (start, end) in [(0, 1), (5, 5), (10, 2_000_000)] {
+            p.region_begin(1, a, start, Vec::new()).unwrap();
+            p.region_end(1, end, &[]).unwrap();
+        }
+        assert_eq!(p.rows, 3);
+        assert!(p.stats.is_empty());
+        // Regions still open at the end are stored, marked unterminated.
+        p.region_begin(1, a, 7, Vec::new()).unwrap();
+        p.region_begin(2, a, 8, Vec::new()).unwrap();
+        p.close_open_regions(100);
+        assert_eq!(p.rows, 5);
+        assert!(p.stacks.is_empty());
+    }
+}

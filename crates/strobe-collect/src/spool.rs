@@ -152,6 +152,65 @@ mod tests {
     }
 
     #[test]
+    fn what_a_spill_returns_is_what_its_batch_gives_back_when_read() {
+        // The collector adds what `spill` returns to the bytes waiting on
+        // disk and the writer takes `len` off again: they must agree.
+        let mut spool = Spool::create(&std::env::temp_dir()).unwrap();
+        let mut at = 0;
+        for n in [1usize, 7, 300] {
+            let mut b = batch(n);
+            let bytes = b.bytes.len();
+            let written = spool.spill(&mut b).unwrap();
+            let spilled = b.spilled.as_ref().unwrap();
+            assert_eq!(written, spilled.len());
+            assert_eq!(written, bytes + n * INDEX_BYTES);
+            assert_eq!(spilled.at, at, "batches follow each other in the file");
+            at += written as u64;
+            assert_eq!(spool.end, at);
+        }
+    }
+
+    #[test]
+    fn a_batch_with_no_records_or_spilled_already_is_not_written() {
+        let mut spool = Spool::create(&std::env::temp_dir()).unwrap();
+        let mut empty = batch(0);
+        assert_eq!(spool.spill(&mut empty).unwrap(), 0);
+        assert!(empty.spilled.is_none());
+        let mut b = batch(2);
+        spool.spill(&mut b).unwrap();
+        let end = spool.end;
+        // Its records are on disk: spilling it again changes nothing.
+        b.records.push((Source::Events, 1, 0..0));
+        assert_eq!(spool.spill(&mut b).unwrap(), 0);
+        assert_eq!(spool.end, end);
+        assert_eq!(b.records.len(), 1);
+    }
+
+    #[test]
+    fn index_entries_that_do_not_fit_their_bytes_are_left_out() {
+        let mut spool = Spool::create(&std::env::temp_dir()).unwrap();
+        let mut b = batch(4);
+        spool.spill(&mut b).unwrap();
+        let spilled = b.spilled.take().unwrap();
+        let index_at = spilled.at + spilled.bytes as u64;
+        let entry = |k: u64| index_at + k * INDEX_BYTES as u64;
+        let word = |v: u32| v.to_le_bytes();
+        // Record 0: a source no code names; record 1: ends past the bytes;
+        // record 2: ends before it starts. Record 3 stays.
+        spilled.file.write_all_at(&word(9), entry(0)).unwrap();
+        spilled
+            .file
+            .write_all_at(&word(1 << 20), entry(1) + 12)
+            .unwrap();
+        spilled.file.write_all_at(&word(24), entry(2) + 8).unwrap();
+        spilled.file.write_all_at(&word(20), entry(2) + 12).unwrap();
+        let want = batch(4);
+        spilled.restore(&mut b).unwrap();
+        assert_eq!(b.bytes, want.bytes);
+        assert_eq!(b.records, want.records[3..]);
+    }
+
+    #[test]
     fn batches_come_back_whole_and_in_order() {
         let dir = std::env::temp_dir();
         let mut spool = Spool::create(&dir).unwrap();

@@ -212,6 +212,33 @@ fn to_monotonic(record: &mut [u8], map: &TscMap, last: &mut u64) -> Option<Event
     Some(head)
 }
 
+/// Whether a sampler with `timing` takes samples `elapsed_ns` after the
+/// process started, its time windows saying `windows_on`: after its delay,
+/// for its duration (0: until the end).
+fn sampling_on(timing: &crate::Timing, elapsed_ns: u64, windows_on: bool) -> bool {
+    windows_on
+        && elapsed_ns >= timing.delay_ns
+        && (timing.duration_ns == 0 || elapsed_ns < timing.delay_ns + timing.duration_ns)
+}
+
+/// What a `CHILD` event (already converted, its head `head`, its bytes
+/// after the head `bytes`) says, into `found`: a child to wait for, or a
+/// process that runs an image without the runtime. Records too short to
+/// name a pid say nothing.
+fn note_child(head: &EventHead, bytes: &[u8], found: &mut Found) {
+    if head.kind == event::CHILD && bytes.len() >= 4 {
+        let pid = i32::from_le_bytes(bytes[..4].try_into().unwrap_or_default());
+        match head.arg {
+            exec_reason::NONE => found.children.push(pid),
+            reason => found.without_runtime.push(WithoutRuntime {
+                pid,
+                reason,
+                image: bytes[4..].to_vec(),
+            }),
+        }
+    }
+}
+
 /// What one copy of an image's rings found out.
 #[derive(Default)]
 pub struct Found {
@@ -228,6 +255,7 @@ pub struct Found {
 }
 
 /// A process that runs an image without strobe's runtime.
+#[derive(Debug, PartialEq, Eq)]
 pub struct WithoutRuntime {
     pub pid: i32,
     /// Why (`exec_reason`).
@@ -302,9 +330,7 @@ impl Tap {
         let elapsed = now_ns().saturating_sub(self.segment.header().start_ns);
         let windows_on = self.windows.is_on(&ProcessClocks(self.pid));
         for (i, timing) in options.timing.iter().enumerate() {
-            let on = windows_on
-                && elapsed >= timing.delay_ns
-                && (timing.duration_ns == 0 || elapsed < timing.delay_ns + timing.duration_ns);
+            let on = sampling_on(timing, elapsed, windows_on);
             self.segment.header().sampling_on[i].store(u32::from(on), Ordering::Relaxed);
         }
         // The runtime says it takes part once its sampler runs (after the
@@ -376,18 +402,7 @@ impl Tap {
                 let Some(head) = to_monotonic(record, &map, last) else {
                     return;
                 };
-                let bytes = &record[EVENT_HEAD_BYTES..];
-                if head.kind == event::CHILD && bytes.len() >= 4 {
-                    let pid = i32::from_le_bytes(bytes[..4].try_into().unwrap_or_default());
-                    match head.arg {
-                        exec_reason::NONE => found.children.push(pid),
-                        reason => found.without_runtime.push(WithoutRuntime {
-                            pid,
-                            reason,
-                            image: bytes[4..].to_vec(),
-                        }),
-                    }
-                }
+                note_child(&head, &record[EVENT_HEAD_BYTES..], found);
             });
             *copied = now;
             if blocked && self.blocked_reported.insert(tid) {
@@ -583,6 +598,436 @@ mod tests {
         let mut last = 0;
         let head = to_monotonic(&mut record, &map, &mut last).unwrap();
         assert_eq!((head.timestamp_ns, last), (1_700, 0));
+    }
+
+    /// xorshift64*: the same values on every run.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+
+        /// A value below `2^bits` (at least 1 bit).
+        fn bits(&mut self, bits: u32) -> u64 {
+            self.next() >> (64 - bits.clamp(1, 64))
+        }
+    }
+
+    /// `floor(a * b / c)` exactly (`a * b` must fit in 128 bits).
+    fn muldiv(a: u64, b: u64, c: u64) -> u128 {
+        u128::from(a) * u128::from(b) / u128::from(c)
+    }
+
+    #[test]
+    fn ticks_convert_within_the_fixed_points_bound_of_exact_arithmetic() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for case in 0..20_000 {
+            // Spans from a few ticks to days of a GHz counter and beyond,
+            // counters at any size, clocks at ratios from 1/16 to 16 ns
+            // per tick.
+            let span = 1 + rng.bits(1 + (case % 62) as u32);
+            let ns_span = match case % 4 {
+                0 => span,
+                1 => (span / (1 + rng.bits(4))).max(1),
+                2 => span.saturating_mul(1 + rng.bits(4)).min(1 << 62),
+                _ => 1 + rng.bits(1 + (case % 60) as u32),
+            };
+            let t0 = rng.next() >> 1;
+            let n0 = rng.next() >> 2;
+            let (t1, n1) = (t0 + span, n0 + ns_span);
+            let map = TscMap::between((t0, n0), (t1, n1));
+            assert_eq!(map.ns(t0), n0, "case {case}: exact at the first reading");
+            assert_eq!(map.ns(t1), n1, "case {case}: exact at the second");
+            // Between the readings and a little past the second (written
+            // during the copy).
+            for k in 0..8 {
+                let d = if k < 6 {
+                    rng.next() % (span + 1)
+                } else {
+                    span + rng.next() % (span / 4 + 1)
+                };
+                let t = t0 + d;
+                let exact = u128::from(n0) + muldiv(d, ns_span, span);
+                let got = u128::from(map.ns(t));
+                let slack = u128::from(d.div_ceil(1 << 32));
+                assert!(
+                    exact <= got && got <= exact + slack,
+                    "case {case}: ({t0}, {n0}) → ({t1}, {n1}) at {t}: {got}, exact {exact}"
+                );
+                if t <= t1 {
+                    assert!(
+                        got <= u128::from(n1),
+                        "case {case}: past the second reading"
+                    );
+                }
+            }
+            // Never backwards as the ticks grow.
+            let mut ticks: Vec<u64> = (0..16).map(|_| t0 + rng.next() % (2 * span)).collect();
+            ticks.sort_unstable();
+            let converted: Vec<u64> = ticks.iter().map(|&t| map.ns(t)).collect();
+            assert!(
+                converted.windows(2).all(|w| w[0] <= w[1]),
+                "case {case}: {ticks:?} → {converted:?}"
+            );
+            assert!(converted[0] >= n0);
+        }
+    }
+
+    #[test]
+    fn ticks_before_the_first_reading_go_back_linearly_and_stop_at_zero() {
+        let map = TscMap::between((1_000, 5_000), (3_000, 6_000));
+        assert_eq!(map.ns(0), 4_500);
+        assert_eq!(map.ns(999), 5_000 - 1, "rounded down");
+        let map = TscMap::between((1_000_000, 10), (2_000_000, 1_000_010));
+        assert_eq!(map.ns(0), 0, "not below the clock's zero");
+        assert_eq!(map.ns(999_990), 0);
+        assert_eq!(map.ns(999_991), 1);
+    }
+
+    #[test]
+    fn readings_that_do_not_advance_map_every_tick_to_the_second() {
+        // The counter wrapped, was reset, or the program wrote its anchor:
+        // no ratio can be had.
+        for (from, to) in [
+            ((u64::MAX - 10, 100), (5, 200)),
+            ((7, 100), (7, 200)),
+            ((9, 100), (8, 50)),
+        ] {
+            let map = TscMap::between(from, to);
+            for t in [0, 6, 7, 8, u64::MAX - 10, u64::MAX] {
+                assert_eq!(map.ns(t), to.1, "{from:?} → {to:?} at {t}");
+            }
+        }
+    }
+
+    #[test]
+    fn any_readings_and_ticks_convert_without_overflow_or_panic() {
+        let mut rng = Rng(42);
+        let edge = [0, 1, u64::MAX, u64::MAX - 1, 1 << 63, (1 << 63) - 1];
+        let pick = |rng: &mut Rng| {
+            if rng.next().is_multiple_of(3) {
+                edge[(rng.next() % edge.len() as u64) as usize]
+            } else {
+                rng.next()
+            }
+        };
+        for _ in 0..50_000 {
+            let (t0, n0, t1, n1, t) = (
+                pick(&mut rng),
+                pick(&mut rng),
+                pick(&mut rng),
+                pick(&mut rng),
+                pick(&mut rng),
+            );
+            let got = TscMap::between((t0, n0), (t1, n1)).ns(t);
+            if t1 <= t0 {
+                assert_eq!(got, n1);
+            } else if t <= t1 {
+                assert!(got <= n1, "({t0}, {n0}) → ({t1}, {n1}) at {t}: {got}");
+            }
+        }
+        // The largest ratio and span: saturates at the clock's end.
+        let map = TscMap::between((0, 0), (1, u64::MAX));
+        assert_eq!(map.ns(1), u64::MAX);
+        assert_eq!(map.ns(u64::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn an_mpi_calls_entry_converts_with_its_end() {
+        use strobe_wire::record::{as_bytes, mpi_fields};
+        let map = TscMap::between((0, 1_000), (1_000, 2_000));
+        let body = MpiCallBody {
+            begin_ns: 200,
+            fields: mpi_fields::TICKS | mpi_fields::BYTES,
+            ..Default::default()
+        };
+        let mut record = EventHead {
+            kind: event::MPI_CALL,
+            flags: event_flags::TSC,
+            arg: 0,
+            timestamp_ns: 600,
+        }
+        .as_bytes()
+        .to_vec();
+        record.extend_from_slice(as_bytes(&body));
+        record.extend_from_slice(b"world");
+        let mut last = 0;
+        let head = to_monotonic(&mut record, &map, &mut last).unwrap();
+        assert_eq!((head.timestamp_ns, last), (1_600, 1_600));
+        let body = read::<MpiCallBody>(&record[EVENT_HEAD_BYTES..]).unwrap();
+        assert_eq!((body.begin_ns, body.fields), (1_200, mpi_fields::BYTES));
+        assert_eq!(&record[EVENT_HEAD_BYTES + 64..], b"world");
+        // Too short for a head: nothing read, nothing changed.
+        let mut short = vec![1u8; EVENT_HEAD_BYTES - 1];
+        assert!(to_monotonic(&mut short, &map, &mut last).is_none());
+        assert_eq!(short, vec![1u8; EVENT_HEAD_BYTES - 1]);
+    }
+
+    #[test]
+    fn a_sampler_is_on_after_its_delay_for_its_duration_within_its_windows() {
+        let timing = |delay_ns, duration_ns| crate::Timing {
+            delay_ns,
+            duration_ns,
+            period_ns: 1,
+        };
+        assert!(sampling_on(&timing(0, 0), 0, true));
+        assert!(!sampling_on(&timing(0, 0), 0, false), "outside its windows");
+        assert!(!sampling_on(&timing(100, 0), 99, true));
+        assert!(sampling_on(&timing(100, 0), 100, true));
+        assert!(
+            sampling_on(&timing(100, 0), u64::MAX, true),
+            "until the end"
+        );
+        assert!(sampling_on(&timing(100, 50), 149, true));
+        assert!(!sampling_on(&timing(100, 50), 150, true));
+    }
+
+    fn push_event(segment: &Segment, slot: u32, kind: u16, arg: u32, ts: u64, bytes: &[u8]) {
+        let head = EventHead {
+            kind,
+            flags: 0,
+            arg,
+            timestamp_ns: ts,
+        };
+        assert!(segment.event_ring(slot).push(&[head.as_bytes(), bytes]));
+    }
+
+    fn sample_bytes(tid: i32) -> Vec<u8> {
+        let head = strobe_wire::sample::SampleHead {
+            tid,
+            depth: 1,
+            ..Default::default()
+        };
+        let mut bytes = strobe_wire::record::as_bytes(&head).to_vec();
+        bytes.extend_from_slice(&0x1234u64.to_ne_bytes());
+        bytes
+    }
+
+    #[test]
+    fn a_child_event_names_a_child_or_a_process_without_the_runtime() {
+        let head = |arg| EventHead {
+            kind: event::CHILD,
+            flags: 0,
+            arg,
+            timestamp_ns: 1,
+        };
+        let mut found = Found::default();
+        note_child(&head(exec_reason::NONE), &4242i32.to_le_bytes(), &mut found);
+        let mut bytes = 4343i32.to_le_bytes().to_vec();
+        bytes.extend_from_slice(b"/bin/static");
+        note_child(&head(exec_reason::STATIC), &bytes, &mut found);
+        note_child(
+            &head(exec_reason::SETUID),
+            &(-5i32).to_le_bytes(),
+            &mut found,
+        );
+        // Too short to name a pid, or another kind: nothing.
+        note_child(&head(exec_reason::NONE), &[1, 2, 3], &mut found);
+        let mark = EventHead {
+            kind: event::MARK,
+            ..head(exec_reason::NONE)
+        };
+        note_child(&mark, &4444i32.to_le_bytes(), &mut found);
+        assert_eq!(found.children, [4242]);
+        assert_eq!(
+            found.without_runtime,
+            [
+                WithoutRuntime {
+                    pid: 4343,
+                    reason: exec_reason::STATIC,
+                    image: b"/bin/static".to_vec()
+                },
+                WithoutRuntime {
+                    pid: -5,
+                    reason: exec_reason::SETUID,
+                    image: Vec::new()
+                }
+            ]
+        );
+    }
+
+    /// A tap on a fresh segment of `slots` slots whose time-stamp counter
+    /// anchor is `anchor`.
+    fn tap(slots: u32, anchor: (u64, u64)) -> (Tap, Arc<Segment>) {
+        let layout = strobe_wire::segment::Layout {
+            slots,
+            sample_ring_bytes: 4096,
+            event_ring_bytes: 4096,
+        };
+        let pid = std::process::id() as i32;
+        let (segment, _fd) = Segment::create(layout, pid, 1, 0, anchor).unwrap();
+        let segment = Arc::new(segment);
+        let options = crate::fuzz::options_for(&std::env::temp_dir());
+        let pidfd: OwnedFd = std::fs::File::open("/dev/null").unwrap().into();
+        (Tap::new(1, pid, segment.clone(), pidfd, &options), segment)
+    }
+
+    #[test]
+    fn a_copy_takes_every_event_ring_before_any_sample_ring_and_frees_ended_slots() {
+        let (mut tap, seg) = tap(2, (0, 0));
+        let a = seg.claim_slot(100).unwrap();
+        let b = seg.claim_slot(200).unwrap();
+        assert!(seg.sample_ring(a).push(&[&sample_bytes(100)]));
+        push_event(&seg, a, event::THREAD_START, 0, 10, b"main");
+        push_event(&seg, a, event::CHILD, 0, 11, &4242i32.to_le_bytes());
+        let mut spawned = 4343i32.to_le_bytes().to_vec();
+        spawned.extend_from_slice(b"/bin/static");
+        push_event(&seg, a, event::CHILD, exec_reason::STATIC, 12, &spawned);
+        push_event(&seg, b, event::THREAD_END, 0, 13, &[0; 8]);
+        let counters = &seg.slot(b);
+        counters.taken.store(5, Ordering::Relaxed);
+        counters.lost_full.store(1, Ordering::Relaxed);
+        counters.lost_altstack.store(2, Ordering::Relaxed);
+        seg.end_slot(b);
+        let (mut batch, mut found) = (Batch::default(), Found::default());
+        tap.drain(&mut batch, &mut found);
+        let order: Vec<(Source, i32)> = batch.records.iter().map(|(s, t, _)| (*s, *t)).collect();
+        assert_eq!(
+            order,
+            [
+                (Source::Events, 100),
+                (Source::Events, 100),
+                (Source::Events, 100),
+                (Source::Events, 200),
+                (Source::Samples, 100)
+            ]
+        );
+        let kinds: Vec<u16> = batch.records[..4]
+            .iter()
+            .map(|(_, _, r)| read::<EventHead>(&batch.bytes[r.clone()]).unwrap().kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                event::THREAD_START,
+                event::CHILD,
+                event::CHILD,
+                event::THREAD_END
+            ]
+        );
+        assert_eq!(found.children, [4242]);
+        assert_eq!(found.without_runtime.len(), 1);
+        assert_eq!(found.without_runtime[0].image, b"/bin/static");
+        // The ended thread's slot is free again, its counters kept once.
+        assert_eq!(seg.slot(b).state.load(Ordering::Relaxed), slot_state::FREE);
+        assert_eq!(seg.slot(a).state.load(Ordering::Relaxed), slot_state::LIVE);
+        assert_eq!(batch.retired, [5, 1, 0, 0, 0, 2]);
+        assert!(batch.corrupt.is_empty());
+        let (mut again, mut found) = (Batch::default(), Found::default());
+        tap.drain(&mut again, &mut found);
+        assert!(again.is_empty(), "nothing new, nothing counted twice");
+        assert!(found.children.is_empty());
+    }
+
+    #[test]
+    fn a_damaged_ring_is_named_and_the_others_are_still_copied() {
+        let (mut tap, seg) = tap(2, (0, 0));
+        let a = seg.claim_slot(100).unwrap();
+        let b = seg.claim_slot(200).unwrap();
+        push_event(&seg, a, event::MARK, 1, 1, b"");
+        push_event(&seg, b, event::MARK, 2, 2, b"");
+        // The program wrote over slot a's ring: a length past the ring.
+        seg.slot(a).event_head.0.store(1 << 40, Ordering::Relaxed);
+        let (mut batch, mut found) = (Batch::default(), Found::default());
+        tap.drain(&mut batch, &mut found);
+        assert_eq!(batch.corrupt, [(100, Source::Events)]);
+        assert!(batch
+            .records
+            .iter()
+            .any(|(s, tid, _)| *s == Source::Events && *tid == 200));
+    }
+
+    #[test]
+    fn event_ticks_become_clock_times_between_the_anchor_and_the_copy() {
+        let anchor = strobe_core::clock::tsc_pair();
+        let (mut tap, seg) = tap(1, anchor);
+        let a = seg.claim_slot(100).unwrap();
+        let ticks = [strobe_core::clock::cycles(), strobe_core::clock::cycles()];
+        for t in ticks {
+            let head = EventHead {
+                kind: event::MARK,
+                flags: event_flags::TSC,
+                arg: 0,
+                timestamp_ns: t,
+            };
+            assert!(seg.event_ring(a).push(&[head.as_bytes()]));
+        }
+        let (mut batch, mut found) = (Batch::default(), Found::default());
+        tap.drain(&mut batch, &mut found);
+        let after = now_ns();
+        let times: Vec<EventHead> = batch
+            .records
+            .iter()
+            .map(|(_, _, r)| read::<EventHead>(&batch.bytes[r.clone()]).unwrap())
+            .collect();
+        assert_eq!(times.len(), 2);
+        for head in &times {
+            assert_eq!(head.flags, 0, "converted");
+            assert!(
+                (anchor.1..=after).contains(&head.timestamp_ns),
+                "{} not in {}..={after}",
+                head.timestamp_ns,
+                anchor.1
+            );
+        }
+        assert!(times[0].timestamp_ns <= times[1].timestamp_ns);
+    }
+
+    #[test]
+    fn an_exec_into_an_image_without_the_runtime_is_found_once() {
+        let (mut tap, seg) = tap(1, (0, 0));
+        let (mut batch, mut found) = (Batch::default(), Found::default());
+        // About to exec an image that will have the runtime: nothing.
+        seg.note_exec(b"/bin/dynamic", exec_reason::NONE);
+        tap.drain(&mut batch, &mut found);
+        assert!(found.without_runtime.is_empty());
+        // A static image: this test process maps no runtime, as the new
+        // image would not.
+        seg.note_exec(b"/bin/static", exec_reason::STATIC);
+        tap.drain(&mut batch, &mut found);
+        assert_eq!(
+            found.without_runtime,
+            [WithoutRuntime {
+                pid: std::process::id() as i32,
+                reason: exec_reason::STATIC,
+                image: b"/bin/static".to_vec()
+            }]
+        );
+        assert!(tap.replaced_by_image_without_runtime());
+        let mut again = Found::default();
+        tap.drain(&mut batch, &mut again);
+        assert!(again.without_runtime.is_empty(), "said once");
+    }
+
+    #[test]
+    fn the_samplers_flags_follow_the_timing() {
+        let (mut tap, seg) = tap(1, (0, 0));
+        let mut options = crate::fuzz::options_for(&std::env::temp_dir());
+        // The segment started at 0: the process is old by now.
+        options.timing[0].delay_ns = 0;
+        options.timing[1].delay_ns = u64::MAX / 2;
+        tap.control(&options);
+        let flags: Vec<u32> = seg
+            .header()
+            .sampling_on
+            .iter()
+            .map(|f| f.load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(flags, [1, 0]);
+        options.timing[0].duration_ns = 1;
+        options.timing[1].delay_ns = 0;
+        tap.control(&options);
+        let flags: Vec<u32> = seg
+            .header()
+            .sampling_on
+            .iter()
+            .map(|f| f.load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(flags, [0, 1]);
     }
 
     #[test]

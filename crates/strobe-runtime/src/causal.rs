@@ -233,3 +233,55 @@ pub fn progress(name: &[u8], kind: u32, end: bool) {
         point.visits.fetch_add(1, Ordering::Relaxed);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::testing::SMALL;
+    use strobe_wire::segment::Segment;
+
+    #[test]
+    fn a_samples_first_frame_in_scope_is_found_with_return_addresses_at_their_call() {
+        let (segment, _fd) = Segment::create(SMALL, 1, 1, 0, (0, 0)).unwrap();
+        let area = segment.causal();
+        area.scope.publish(&[(0x1000, 0x2000), (0x5000, 0x6000)]);
+        assert_eq!(first_in_scope(area, &[0x1000]), Some(0x1000));
+        assert_eq!(first_in_scope(area, &[0x2000]), None, "the end is outside");
+        assert_eq!(first_in_scope(area, &[0x300, 0x1800]), Some(0x17ff));
+        // A return address just past the end: its call lies inside.
+        assert_eq!(first_in_scope(area, &[0x300, 0x2000]), Some(0x1fff));
+        // A return address at the start: its call lies before.
+        assert_eq!(first_in_scope(area, &[0x300, 0x1000, 0x5800]), Some(0x57ff));
+        assert_eq!(first_in_scope(area, &[0x300, 0x400]), None);
+        assert_eq!(first_in_scope(area, &[]), None);
+        assert_eq!(first_in_scope(area, &[0x300, 0]), None, "no overflow");
+    }
+
+    #[test]
+    fn a_thread_pays_what_it_owes_and_leaves_a_small_debt_for_later() {
+        let (segment, _fd) = Segment::create(SMALL, 1, 1, 0, (0, 0)).unwrap();
+        let area = segment.causal();
+        let slot = segment.slot(segment.claim_slot(1).unwrap());
+        area.global_delay.store(1_000_000, Ordering::Relaxed);
+        slot.causal_local
+            .store(1_000_000 - LEAST_PAUSE_NS, Ordering::Relaxed);
+        catch_up(area, slot);
+        assert_eq!(
+            slot.causal_local.load(Ordering::Relaxed),
+            1_000_000 - LEAST_PAUSE_NS,
+            "too small to sleep for"
+        );
+        assert_eq!(area.paused_ns.load(Ordering::Relaxed), 0);
+        // A debt just past the threshold is slept off, overshoot included.
+        let before = 1_000_000 - LEAST_PAUSE_NS - 1;
+        slot.causal_local.store(before, Ordering::Relaxed);
+        catch_up(area, slot);
+        let after = slot.causal_local.load(Ordering::Relaxed);
+        assert!(after >= 1_000_000 - LEAST_PAUSE_NS, "paid: {after}");
+        assert_eq!(area.paused_ns.load(Ordering::Relaxed), after - before);
+        // Ahead of the others (credited while blocked): nothing to pay.
+        slot.causal_local.store(2_000_000, Ordering::Relaxed);
+        catch_up(area, slot);
+        assert_eq!(slot.causal_local.load(Ordering::Relaxed), 2_000_000);
+    }
+}

@@ -101,3 +101,64 @@ pub unsafe extern "C" fn dlclose(handle: *mut libc::c_void) -> libc::c_int {
     }
     rc
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::testing::{events, small};
+    use strobe_wire::record::read;
+
+    /// A module record's fields as the collector reads them: the body,
+    /// then the build id, then the path.
+    fn decode(bytes: &[u8]) -> (ModuleBody, Vec<u8>, String) {
+        let body = read::<ModuleBody>(bytes).expect("a whole module body");
+        let rest = &bytes[std::mem::size_of::<ModuleBody>()..];
+        let (id, path) = rest.split_at(body.build_id_len as usize);
+        (body, id.to_vec(), String::from_utf8(path.to_vec()).unwrap())
+    }
+
+    #[test]
+    fn each_module_seen_is_announced_once_as_the_collector_reads_it() {
+        strobe_sampler::snapshot::rebuild(None);
+        let seen = strobe_sampler::snapshot::modules_seen();
+        assert!(!seen.is_empty());
+        let rt = small();
+        announce_modules(rt);
+        // The calling thread got a slot for it (and said so first).
+        let slot = crate::events::my_slot(rt).expect("a slot");
+        let got = events(rt, slot);
+        assert_eq!(got[0].0.kind, event::THREAD_START);
+        let modules: Vec<_> = got[1..]
+            .iter()
+            .map(|(head, bytes)| {
+                assert_eq!(
+                    (head.kind, head.arg, head.timestamp_ns),
+                    (event::MODULE, 0, 0)
+                );
+                decode(bytes)
+            })
+            .collect();
+        let announced = rt.announced_modules.load(Ordering::Relaxed);
+        assert!(announced >= seen.len());
+        assert_eq!(modules.len(), announced);
+        for ((body, id, path), m) in modules.iter().zip(&seen) {
+            assert_eq!(*path, m.path);
+            assert_eq!(*id, m.build_id);
+            assert_eq!(body.bias, m.bias);
+            assert_eq!(body.text_start..body.text_end, m.text);
+            assert_eq!(body.mapped_start..body.mapped_end, m.mapped);
+        }
+        // This test's own code is in the executable's module.
+        let here = each_module_seen_is_announced_once_as_the_collector_reads_it as fn() as usize;
+        let (body, _, path) = modules
+            .iter()
+            .find(|(b, _, _)| (b.text_start..b.text_end).contains(&(here as u64)))
+            .expect("the module of this code");
+        assert_eq!(path, strobe_core::modules::own_executable());
+        assert!(body.bias <= body.text_start && body.mapped_start <= body.text_start);
+        assert!(body.text_end <= body.mapped_end);
+        // Nothing new: nothing more is written.
+        announce_modules(rt);
+        assert!(events(rt, slot).is_empty());
+    }
+}

@@ -219,3 +219,291 @@ fn intern(strings: &Strings, bytes: &[u8]) -> (u32, &'static [u8]) {
     table.insert(text, id);
     (id, text)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::testing::{events, runtime, small, SMALL};
+    use strobe_wire::config::RuntimeConfig;
+
+    #[test]
+    fn an_event_reaches_the_collector_as_written() {
+        let rt = small();
+        let slot = rt.segment.claim_slot(1).unwrap();
+        emit(rt, slot, event::MARK, 42, 1234, b"payload");
+        emit(rt, slot, event::NOTE, 0, 1235, b"");
+        let got = events(rt, slot);
+        assert_eq!(got.len(), 2);
+        let (head, bytes) = &got[0];
+        assert_eq!(
+            (head.kind, head.flags, head.arg, head.timestamp_ns),
+            (event::MARK, 0, 42, 1234)
+        );
+        assert_eq!(bytes, b"payload");
+        assert_eq!((got[1].0.kind, got[1].1.len()), (event::NOTE, 0));
+        assert_eq!(
+            rt.segment.header().events_dropped.load(Ordering::Relaxed),
+            0
+        );
+    }
+
+    #[test]
+    fn events_stamped_now_carry_ticks_only_where_the_launcher_said_so() {
+        let rt = small();
+        let slot = rt.segment.claim_slot(1).unwrap();
+        let before = now_ns();
+        emit_now(rt, slot, event::MARK, 1, b"");
+        let after = now_ns();
+        let (head, _) = events(rt, slot).remove(0);
+        assert_eq!(head.flags, 0);
+        assert!((before..=after).contains(&head.timestamp_ns));
+
+        let rt = runtime(RuntimeConfig {
+            layout: SMALL,
+            tsc: true,
+            ..RuntimeConfig::default()
+        });
+        let slot = rt.segment.claim_slot(1).unwrap();
+        let before = strobe_core::clock::cycles();
+        emit_now(rt, slot, event::MARK, 1, b"");
+        emit_ticks(rt, slot, event::REGION_END, 0, 77, b"");
+        let after = strobe_core::clock::cycles();
+        let got = events(rt, slot);
+        assert_eq!(got[0].0.flags, event_flags::TSC);
+        assert!((before..=after).contains(&got[0].0.timestamp_ns));
+        assert_eq!(
+            (got[1].0.kind, got[1].0.flags, got[1].0.timestamp_ns),
+            (event::REGION_END, event_flags::TSC, 77)
+        );
+    }
+
+    #[test]
+    fn a_record_in_two_parts_arrives_as_one() {
+        let rt = small();
+        let slot = rt.segment.claim_slot(1).unwrap();
+        emit_now2(rt, slot, event::XPTI, 3, b"first-", b"second");
+        emit_now2(rt, slot, event::XPTI, 4, b"alone", b"");
+        let got = events(rt, slot);
+        assert_eq!(got[0].1, b"first-second");
+        assert_eq!(got[1].1, b"alone");
+    }
+
+    #[test]
+    fn a_nested_writer_drops_its_event_and_counts_it() {
+        let rt = small();
+        let slot = rt.segment.claim_slot(1).unwrap();
+        // A signal handler interrupting this thread while it writes.
+        rt.segment.slot(slot).event_busy.store(1, Ordering::Relaxed);
+        emit(rt, slot, event::MARK, 1, 1, b"nested");
+        assert!(events(rt, slot).is_empty());
+        assert_eq!(
+            rt.segment.header().events_dropped.load(Ordering::Relaxed),
+            1
+        );
+        // The interrupted writer finishes; the next event goes through.
+        rt.segment.slot(slot).event_busy.store(0, Ordering::Relaxed);
+        emit(rt, slot, event::MARK, 2, 2, b"");
+        assert_eq!(events(rt, slot)[0].0.arg, 2);
+        assert_eq!(rt.segment.slot(slot).event_busy.load(Ordering::Relaxed), 0);
+    }
+
+    /// Fills `slot`'s event ring; returns how many records it took.
+    fn fill(rt: &Runtime, slot: u32) -> usize {
+        let ring = rt.segment.event_ring(slot);
+        let mut n = 0;
+        while ring.push(&[&[0u8; 40]]) {
+            n += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn a_full_ring_drops_at_once_under_the_discard_policy() {
+        let rt = runtime(RuntimeConfig {
+            layout: SMALL,
+            lossless: false,
+            ..RuntimeConfig::default()
+        });
+        let slot = rt.segment.claim_slot(1).unwrap();
+        let filled = fill(rt, slot);
+        emit(rt, slot, event::MARK, 9, 1, b"");
+        let h = rt.segment.header();
+        assert_eq!(h.events_dropped.load(Ordering::Relaxed), 1);
+        assert_eq!(h.event_waits.load(Ordering::Relaxed), 0, "never waits");
+        let got = events(rt, slot);
+        assert_eq!(got.len(), filled, "only what was there before");
+        assert!(got.iter().all(|(head, _)| head.kind != event::MARK));
+    }
+
+    #[test]
+    fn a_record_larger_than_the_ring_is_dropped_without_waiting() {
+        let rt = small();
+        let slot = rt.segment.claim_slot(1).unwrap();
+        let huge = vec![7u8; SMALL.event_ring_bytes as usize];
+        emit(rt, slot, event::NOTE, 0, 1, &huge);
+        let h = rt.segment.header();
+        assert_eq!(h.events_dropped.load(Ordering::Relaxed), 1);
+        assert_eq!(h.event_waits.load(Ordering::Relaxed), 0);
+        assert!(events(rt, slot).is_empty());
+    }
+
+    #[test]
+    fn a_lossless_writer_waits_for_the_collector_to_make_room() {
+        let rt = runtime(RuntimeConfig {
+            layout: SMALL,
+            lossless: true,
+            // Far longer than the test can take: the wait ends by room only.
+            wait_ns: 60_000_000_000,
+            ..RuntimeConfig::default()
+        });
+        let slot = rt.segment.claim_slot(1).unwrap();
+        let filled = fill(rt, slot);
+        std::thread::scope(|scope| {
+            let collector = scope.spawn(|| {
+                // Makes room only once the writer waits for it, then
+                // drains until it has seen the record that waited.
+                while rt.segment.header().event_waits.load(Ordering::Acquire) == 0 {
+                    std::thread::yield_now();
+                }
+                let mut seen = 0usize;
+                loop {
+                    let got = events(rt, slot);
+                    seen += got.len();
+                    if got.iter().any(|(head, _)| head.kind == event::MARK) {
+                        return seen;
+                    }
+                    std::thread::yield_now();
+                }
+            });
+            emit(rt, slot, event::MARK, 5, 1, b"waited");
+            assert_eq!(collector.join().unwrap(), filled + 1);
+        });
+        let h = rt.segment.header();
+        assert_eq!(h.events_dropped.load(Ordering::Relaxed), 0);
+        assert_eq!(h.event_waits.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_lossless_writer_gives_up_after_its_bound_and_counts_the_drop() {
+        let rt = runtime(RuntimeConfig {
+            layout: SMALL,
+            lossless: true,
+            wait_ns: 0,
+            ..RuntimeConfig::default()
+        });
+        let slot = rt.segment.claim_slot(1).unwrap();
+        fill(rt, slot);
+        emit(rt, slot, event::MARK, 5, 1, b"");
+        let h = rt.segment.header();
+        assert_eq!(h.event_waits.load(Ordering::Relaxed), 1);
+        assert_eq!(h.events_dropped.load(Ordering::Relaxed), 1);
+        assert_eq!(rt.segment.slot(slot).event_busy.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn interned_names_get_one_id_each_from_one() {
+        let strings = Strings::default();
+        let (a, text_a) = intern(&strings, b"alpha");
+        let (b, _) = intern(&strings, b"beta");
+        let (a_again, text_again) = intern(&strings, b"alpha");
+        assert_eq!((a, b, a_again), (1, 2, 1));
+        assert_eq!(text_a, b"alpha");
+        assert!(std::ptr::eq(text_a, text_again), "one copy per name");
+        let (empty, _) = intern(&strings, b"");
+        assert_eq!(empty, 3);
+    }
+
+    /// The STRING records in `slot`'s ring: (id, text).
+    fn strings_defined(rt: &Runtime, slot: u32) -> Vec<(u32, Vec<u8>)> {
+        events(rt, slot)
+            .into_iter()
+            .filter(|(head, _)| head.kind == event::STRING)
+            .map(|(head, bytes)| (head.arg, bytes))
+            .collect()
+    }
+
+    #[test]
+    fn a_name_is_defined_in_the_ring_before_its_first_use_and_then_cached() {
+        let rt = small();
+        let slot = rt.segment.claim_slot(1).unwrap();
+        let name = c"compute";
+        // SAFETY: NUL-terminated names.
+        let first = unsafe { name_id(rt, slot, name.as_ptr()) };
+        // SAFETY: as above.
+        let again = unsafe { name_id(rt, slot, name.as_ptr()) };
+        assert_eq!(first, again);
+        assert_eq!(strings_defined(rt, slot), [(first, b"compute".to_vec())]);
+        // The same text at another address has the same id.
+        let copy = std::ffi::CString::new("compute").unwrap();
+        // SAFETY: as above.
+        assert_eq!(unsafe { name_id(rt, slot, copy.as_ptr()) }, first);
+        let other = c"other";
+        // SAFETY: as above.
+        let second = unsafe { name_id(rt, slot, other.as_ptr()) };
+        assert_ne!(second, first);
+        assert!(strings_defined(rt, slot).contains(&(second, b"other".to_vec())));
+    }
+
+    #[test]
+    fn a_buffer_reused_for_another_name_is_not_mistaken_for_the_first() {
+        let rt = small();
+        let slot = rt.segment.claim_slot(1).unwrap();
+        let mut buffer = [0u8; 16];
+        let mut id_of = |text: &[u8]| {
+            buffer.fill(0);
+            buffer[..text.len()].copy_from_slice(text);
+            // SAFETY: the buffer is NUL-terminated (zeroed past the text).
+            unsafe { name_id(rt, slot, buffer.as_ptr() as *const libc::c_char) }
+        };
+        let alpha = id_of(b"alpha");
+        // A longer name that starts with the cached one.
+        let alphabet = id_of(b"alphabet");
+        let beta = id_of(b"beta");
+        let alpha_again = id_of(b"alpha");
+        assert_eq!(alpha, alpha_again);
+        assert_ne!(alpha, beta);
+        assert_ne!(alpha, alphabet);
+        assert_ne!(beta, alphabet);
+        let defined = strings_defined(rt, slot);
+        for (id, text) in [
+            (alpha, &b"alpha"[..]),
+            (beta, b"beta"),
+            (alphabet, b"alphabet"),
+        ] {
+            assert!(defined.contains(&(id, text.to_vec())), "{defined:?}");
+        }
+    }
+
+    #[test]
+    fn a_cached_name_of_an_earlier_runtime_is_defined_again() {
+        let name = c"phase";
+        let first = small();
+        let slot = first.segment.claim_slot(1).unwrap();
+        // SAFETY: NUL-terminated.
+        unsafe { name_id(first, slot, name.as_ptr()) };
+        // A forked child's runtime: same thread, same pointer, new table.
+        let child = small();
+        let slot = child.segment.claim_slot(1).unwrap();
+        // SAFETY: NUL-terminated.
+        let id = unsafe { name_id(child, slot, name.as_ptr()) };
+        assert_eq!(strings_defined(child, slot), [(id, b"phase".to_vec())]);
+    }
+
+    #[test]
+    fn a_threads_slot_belongs_to_one_runtime() {
+        let rt = small();
+        let other = small();
+        assert_eq!(my_slot(rt), None);
+        set_my_slot(rt, 3);
+        assert_eq!(my_slot(rt), Some(3));
+        assert_eq!(my_slot(other), None, "a slot of another generation");
+        clear_my_slot();
+        assert_eq!(my_slot(rt), None);
+        // Each thread has its own.
+        set_my_slot(rt, 1);
+        std::thread::scope(|s| {
+            s.spawn(|| assert_eq!(my_slot(rt), None));
+        });
+        assert_eq!(my_slot(rt), Some(1));
+    }
+}

@@ -442,3 +442,96 @@ pub extern "C" fn execlp() {
 pub extern "C" fn execle() {
     std::arch::naked_asm!("jmp {}", sym strobe_execle)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::testing::{events, small};
+    use std::ffi::CString;
+    use strobe_wire::record::event;
+
+    /// A NULL-terminated environment array over `entries` (kept alive by
+    /// the returned strings).
+    fn environment(entries: &[&str]) -> (Vec<CString>, Vec<*const libc::c_char>) {
+        let strings: Vec<CString> = entries.iter().map(|e| CString::new(*e).unwrap()).collect();
+        let mut pointers: Vec<*const libc::c_char> = strings.iter().map(|s| s.as_ptr()).collect();
+        pointers.push(std::ptr::null());
+        (strings, pointers)
+    }
+
+    fn carries(entries: &[&str]) -> bool {
+        let (_keep, envp) = environment(entries);
+        environment_carries_strobe(envp.as_ptr())
+    }
+
+    #[test]
+    fn only_an_environment_with_all_of_strobes_variables_carries_it() {
+        let collector = format!("{COLLECTOR_ENV}=strobe-1-abc");
+        let config = format!("{CONFIG_ENV}=cputime_hz=250");
+        let preload = "LD_PRELOAD=/opt/strobe/lib/libstrobe_runtime.so";
+        assert!(carries(&["HOME=/root", &collector, &config, preload]));
+        assert!(carries(&[preload, &config, &collector]), "in any order");
+        assert!(!carries(&[&config, preload]), "no collector");
+        assert!(!carries(&[&collector, preload]), "no configuration");
+        assert!(!carries(&[&collector, &config]), "no runtime preloaded");
+        assert!(!carries(&[
+            &collector,
+            &config,
+            "LD_PRELOAD=/lib/libother.so"
+        ]));
+        // Names that merely start like strobe's.
+        let longer = format!("{COLLECTOR_ENV}X=1");
+        assert!(!carries(&[&longer, &config, preload]));
+        assert!(!carries(&[COLLECTOR_ENV, &config, preload]), "no `=`");
+        assert!(!carries(&[]));
+        assert!(!environment_carries_strobe(std::ptr::null()));
+    }
+
+    #[test]
+    fn an_image_started_without_strobes_environment_is_not_profiled_for_that() {
+        let (_keep, envp) = environment(&["PATH=/usr/bin"]);
+        assert_eq!(
+            reason_for(b"/bin/sh", envp.as_ptr()),
+            exec_reason::ENVIRONMENT
+        );
+        assert_eq!(reason_for(b"", envp.as_ptr()), exec_reason::ENVIRONMENT);
+        assert_eq!(
+            reason_for(b"/bin/sh", std::ptr::null()),
+            exec_reason::ENVIRONMENT
+        );
+    }
+
+    #[test]
+    fn a_child_is_announced_as_the_collector_reads_it() {
+        let rt = small();
+        // A thread without a slot gets one: the announcement is not lost.
+        note_child(rt, 4242, exec_reason::NONE, &[]);
+        note_child(rt, 4343, exec_reason::STATIC, b"/opt/static-tool");
+        let slot = crate::events::my_slot(rt).expect("a slot");
+        let got = events(rt, slot);
+        let children: Vec<_> = got
+            .iter()
+            .filter(|(head, _)| head.kind == event::CHILD)
+            .collect();
+        assert_eq!(children.len(), 2, "{got:?}");
+        let (head, bytes) = children[0];
+        assert_eq!(head.arg, exec_reason::NONE);
+        assert_eq!(bytes, &4242i32.to_le_bytes());
+        let (head, bytes) = children[1];
+        assert_eq!(head.arg, exec_reason::STATIC);
+        assert_eq!(i32::from_le_bytes(bytes[..4].try_into().unwrap()), 4343);
+        assert_eq!(&bytes[4..], b"/opt/static-tool");
+    }
+
+    #[test]
+    fn errno_survives_what_a_wrapper_does_after_the_call() {
+        // SAFETY: writing this thread's errno.
+        unsafe { *libc::__errno_location() = libc::EAGAIN };
+        let saved = Errno::save();
+        // SAFETY: as above.
+        unsafe { *libc::__errno_location() = libc::ENOENT };
+        saved.restore();
+        // SAFETY: reading this thread's errno.
+        assert_eq!(unsafe { *libc::__errno_location() }, libc::EAGAIN);
+    }
+}

@@ -233,3 +233,58 @@ pub fn consume_pending_sampling_signals() {
     } > 0
     {}
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::testing::small;
+
+    /// Blocks (`how`) `signal` on the calling thread by the raw system call.
+    fn mask(how: libc::c_int, signal: i32) {
+        let set = 1u64 << (signal - 1);
+        // SAFETY: rt_sigprocmask with an 8-byte mask; no old mask wanted.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigprocmask,
+                how,
+                &set as *const u64,
+                std::ptr::null_mut::<u64>(),
+                8usize,
+            )
+        };
+        assert_eq!(rc, 0);
+    }
+
+    #[test]
+    fn a_thread_blocking_a_sampling_signal_is_noted_in_its_slot_until_it_unblocks() {
+        let rt = small();
+        let slot = rt.segment.claim_slot(1).unwrap();
+        let s = rt.segment.slot(slot);
+        let sampling = libc::SIGRTMAX() - 1;
+        rt.segment.header().signals[1].store(sampling, Ordering::Relaxed);
+        // Runs on a thread of its own: the mask is per thread.
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                note_current_mask(rt, slot);
+                assert_eq!(s.blocked_since.load(Ordering::Relaxed), 0);
+                // Another signal blocked: not strobe's business.
+                mask(libc::SIG_BLOCK, libc::SIGUSR2);
+                note_current_mask(rt, slot);
+                assert_eq!(s.blocked_since.load(Ordering::Relaxed), 0);
+                let before = strobe_core::clock::now_ns();
+                mask(libc::SIG_BLOCK, sampling);
+                note_current_mask(rt, slot);
+                let since = s.blocked_since.load(Ordering::Relaxed);
+                assert!(since >= before, "{since} < {before}");
+                // Noted again while still blocked: the start stays.
+                note_current_mask(rt, slot);
+                assert_eq!(s.blocked_since.load(Ordering::Relaxed), since);
+                mask(libc::SIG_UNBLOCK, sampling);
+                note_current_mask(rt, slot);
+                let after = strobe_core::clock::now_ns();
+                assert_eq!(s.blocked_since.load(Ordering::Relaxed), 0);
+                assert!(s.blocked_ns.load(Ordering::Relaxed) <= after - since);
+            });
+        });
+    }
+}

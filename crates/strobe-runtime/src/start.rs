@@ -165,11 +165,7 @@ fn image_description(config: &RuntimeConfig, args: &[Vec<u8>]) -> &'static Image
         }
         for (k, v) in std::env::vars_os() {
             let k = k.to_string_lossy();
-            let recorded = (k.starts_with("STROBE_") && !k.starts_with("STROBE_INTERNAL_"))
-                || k == "LD_PRELOAD"
-                || k == "OMP_NUM_THREADS"
-                || k.starts_with("XPTI_");
-            if recorded {
+            if recorded_variable(&k) {
                 w.put(info::ENV, format!("{k}={}", v.to_string_lossy()).as_bytes());
             }
         }
@@ -182,6 +178,16 @@ fn image_description(config: &RuntimeConfig, args: &[Vec<u8>]) -> &'static Image
             identity,
         }
     })
+}
+
+/// Whether the environment variable `name` is recorded with the process:
+/// strobe's settings (not its internal variables), the preload list, the
+/// OpenMP thread count and XPTI's variables.
+fn recorded_variable(name: &str) -> bool {
+    (name.starts_with("STROBE_") && !name.starts_with("STROBE_INTERNAL_"))
+        || name == "LD_PRELOAD"
+        || name == "OMP_NUM_THREADS"
+        || name.starts_with("XPTI_")
 }
 
 /// The process information the collector records.
@@ -355,5 +361,148 @@ fn describe(segment: &Segment, config: &RuntimeConfig, args: &[Vec<u8>]) {
         .zip(config.sampling_at_start)
     {
         flag.store(u32::from(on), std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::testing::SMALL;
+    use strobe_wire::record::info_entries;
+
+    #[test]
+    fn strobes_settings_and_a_few_others_are_recorded_from_the_environment() {
+        for name in [
+            "STROBE_SAMPLING_FREQ",
+            "STROBE_",
+            "LD_PRELOAD",
+            "OMP_NUM_THREADS",
+            "XPTI_SUBSCRIBERS",
+            "XPTI_TRACE_ENABLE",
+        ] {
+            assert!(recorded_variable(name), "{name}");
+        }
+        for name in [
+            "STROBE_INTERNAL_RUNTIME",
+            "STROBE_INTERNAL_COLLECTOR",
+            "PATH",
+            "HOME",
+            "LD_PRELOAD_X",
+            "OMP_NUM_THREADS_2",
+            "strobe_sampling_freq",
+            "MY_STROBE_X",
+            "",
+        ] {
+            assert!(!recorded_variable(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_arguments_are_read_up_to_argc_skipping_null_entries() {
+        let args = [c"prog", c"--flag", c""];
+        let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+        argv.insert(1, std::ptr::null());
+        argv.push(std::ptr::null());
+        assert_eq!(
+            arguments(4, argv.as_ptr()),
+            [b"prog".to_vec(), b"--flag".to_vec(), Vec::new()]
+        );
+        assert_eq!(arguments(2, argv.as_ptr()), [b"prog".to_vec()]);
+        assert!(arguments(-1, argv.as_ptr()).is_empty());
+        assert!(arguments(3, std::ptr::null()).is_empty());
+    }
+
+    /// The arguments every test describes this process with (the image's
+    /// description is taken once per process).
+    fn args() -> [Vec<u8>; 3] {
+        [b"prog".to_vec(), b"two words".to_vec(), Vec::new()]
+    }
+
+    fn described(config: &RuntimeConfig) -> Vec<(u8, Vec<u8>)> {
+        let bytes = describe_process(config, &args());
+        info_entries(&bytes).map(|(k, v)| (k, v.to_vec())).collect()
+    }
+
+    #[test]
+    fn the_process_description_decodes_into_what_the_collector_records() {
+        let config = RuntimeConfig {
+            output_file: "%hostname%/%pid%-%ppid%.db".into(),
+            ..RuntimeConfig::default()
+        };
+        let before = strobe_core::clock::ClockSnapshot::take().realtime_ns;
+        let entries = described(&config);
+        let after = strobe_core::clock::ClockSnapshot::take().realtime_ns;
+        let values = |key: u8| -> Vec<&[u8]> {
+            entries
+                .iter()
+                .filter(|(k, _)| *k == key)
+                .map(|(_, v)| v.as_slice())
+                .collect()
+        };
+        let exe = strobe_core::modules::own_executable();
+        assert_eq!(values(info::EXE), [exe.as_bytes()]);
+        assert_eq!(values(info::ARG), [&b"prog"[..], b"two words", b""]);
+        // SAFETY: getppid has no preconditions.
+        let ppid = unsafe { libc::getppid() };
+        let db = format!(
+            "{}/{}-{ppid}.db",
+            strobe_core::output_path::hostname(),
+            std::process::id()
+        );
+        assert_eq!(values(info::DB_NAME), [db.as_bytes()]);
+        let start = values(info::PROCESS_START_UNIX);
+        assert_eq!(start.len(), 1);
+        let start = u64::from_le_bytes(start[0].try_into().unwrap());
+        assert!((before..=after).contains(&start));
+        assert!(values(info::WARNING).is_empty());
+        for env in values(info::ENV) {
+            let text = std::str::from_utf8(env).unwrap();
+            let (name, _) = text.split_once('=').unwrap();
+            assert!(recorded_variable(name), "{text}");
+        }
+        // The entries come in one order: the image's, then this process's.
+        let keys: Vec<u8> = entries.iter().map(|(k, _)| *k).collect();
+        let first_db = keys.iter().position(|&k| k == info::DB_NAME).unwrap();
+        assert!(keys[..first_db]
+            .iter()
+            .all(|&k| matches!(k, info::EXE | info::ARG | info::ENV)));
+    }
+
+    #[test]
+    fn a_bad_output_template_is_a_warning_for_the_collector_not_a_name() {
+        let config = RuntimeConfig {
+            output_file: "%pdi%.db".into(),
+            ..RuntimeConfig::default()
+        };
+        let entries = described(&config);
+        assert!(entries.iter().all(|(k, _)| *k != info::DB_NAME));
+        let warnings: Vec<String> = entries
+            .iter()
+            .filter(|(k, _)| *k == info::WARNING)
+            .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+            .collect();
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].starts_with("output_file: "), "{warnings:?}");
+        assert!(warnings[0].contains("pdi"), "{warnings:?}");
+    }
+
+    #[test]
+    fn a_new_segment_holds_the_description_and_the_samplers_first_state() {
+        let (segment, _fd) = Segment::create(SMALL, 1, 1, 0, (0, 0)).unwrap();
+        let config = RuntimeConfig {
+            layout: SMALL,
+            sampling_at_start: [false, true],
+            ..RuntimeConfig::default()
+        };
+        describe(&segment, &config, &args());
+        let flags: Vec<u32> = segment
+            .header()
+            .sampling_on
+            .iter()
+            .map(|f| f.load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(flags, [0, 1]);
+        let info = segment.info();
+        assert!(info_entries(&info).any(|(k, _)| k == info::DB_NAME));
     }
 }

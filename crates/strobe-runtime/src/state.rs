@@ -160,3 +160,62 @@ pub fn abandon_after_fork(parent: &Runtime) -> Option<strobe_sampler::Spare> {
     CURRENT.store(ptr::null_mut(), Ordering::Release);
     parent.sampler.as_ref().map(Sampler::abandon_after_fork)
 }
+
+/// Runtimes for the tests of this crate: never published (the test
+/// binary's interposed functions keep forwarding), each with a small
+/// segment of its own, no sampler and no counters.
+#[cfg(test)]
+pub mod testing {
+    use super::*;
+    use strobe_wire::record::{decode_event, EventHead};
+    use strobe_wire::segment::Layout;
+
+    /// Four slots with the smallest rings.
+    pub const SMALL: Layout = Layout {
+        slots: 4,
+        sample_ring_bytes: 4096,
+        event_ring_bytes: 4096,
+    };
+
+    /// A runtime with `config` (its layout is the segment's).
+    pub fn runtime(config: RuntimeConfig) -> &'static Runtime {
+        // SAFETY: getpid/getppid have no preconditions.
+        let (pid, ppid) = unsafe { (libc::getpid(), libc::getppid()) };
+        let (segment, _fd) = Segment::create(config.layout, pid, ppid, 1, (0, 0)).unwrap();
+        Box::leak(Box::new(Runtime {
+            config,
+            segment: segment.leak(),
+            sampler: None,
+            own_text: 0..0,
+            generation: GENERATION.fetch_add(1, Ordering::Relaxed) + 1,
+            strings: Strings::default(),
+            announced_modules: AtomicUsize::new(0),
+            paused: AtomicBool::new(false),
+            pid,
+            counters: None,
+        }))
+    }
+
+    /// A runtime with a [`SMALL`] segment and otherwise the defaults
+    /// (lossless, no time-stamp counter).
+    pub fn small() -> &'static Runtime {
+        runtime(RuntimeConfig {
+            layout: SMALL,
+            ..RuntimeConfig::default()
+        })
+    }
+
+    /// What the collector would copy out of `slot`'s event ring now, each
+    /// record decoded as the collector decodes it.
+    pub fn events(rt: &Runtime, slot: u32) -> Vec<(EventHead, Vec<u8>)> {
+        let mut out = Vec::new();
+        rt.segment
+            .event_ring(slot)
+            .drain(|payload| {
+                let e = decode_event(payload).expect("a whole event head");
+                out.push((e.head, e.bytes.to_vec()));
+            })
+            .expect("an intact ring");
+        out
+    }
+}

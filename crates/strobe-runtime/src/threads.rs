@@ -230,3 +230,159 @@ pub fn adopt_threads(rt: &Runtime, tids: &[i32]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::testing::{events, runtime, small, SMALL};
+    use strobe_wire::config::RuntimeConfig;
+    use strobe_wire::segment::{slot_state, Layout};
+
+    /// The kernel's name of the calling thread, as `/proc` shows it.
+    fn proc_name() -> Vec<u8> {
+        let mut name = std::fs::read("/proc/thread-self/comm").unwrap();
+        assert_eq!(name.pop(), Some(b'\n'));
+        name
+    }
+
+    #[test]
+    fn a_thread_claims_one_slot_and_announces_itself_once() {
+        let rt = small();
+        let slot = slot_of_current_thread(rt).unwrap();
+        assert_eq!(slot_of_current_thread(rt), Some(slot), "no second slot");
+        assert_eq!(rt.segment.slots_in_use(), 1);
+        let s = rt.segment.slot(slot);
+        assert_eq!(s.tid.load(Ordering::Relaxed), gettid());
+        assert_eq!(s.state.load(Ordering::Relaxed), slot_state::LIVE);
+        let got = events(rt, slot);
+        assert_eq!(got.len(), 1, "{got:?}");
+        let (head, name) = &got[0];
+        assert_eq!((head.kind, head.arg), (event::THREAD_START, 0));
+        assert_ne!(head.timestamp_ns, 0);
+        assert_eq!(*name, proc_name());
+        assert_eq!(*name, thread_name());
+    }
+
+    #[test]
+    fn a_thread_that_ends_says_so_and_hands_its_slot_back() {
+        let rt = small();
+        let slot = slot_of_current_thread(rt).unwrap();
+        events(rt, slot);
+        let cpu_before = strobe_core::clock::Clock::ThreadCpu.read_ns();
+        on_thread_exit(rt);
+        let got = events(rt, slot);
+        assert_eq!(got.len(), 1);
+        let (head, bytes) = &got[0];
+        assert_eq!(head.kind, event::THREAD_END);
+        // As the collector reads it: CPU time, then the name.
+        let cpu = u64::from_le_bytes(bytes[..8].try_into().unwrap());
+        assert!(cpu >= cpu_before, "{cpu} < {cpu_before}");
+        assert_eq!(&bytes[8..], proc_name());
+        assert_eq!(
+            rt.segment.slot(slot).state.load(Ordering::Relaxed),
+            slot_state::ENDED
+        );
+        assert_eq!(my_slot(rt), None);
+        // Twice is harmless: the thread has no slot any more.
+        on_thread_exit(rt);
+        assert!(events(rt, slot).is_empty());
+    }
+
+    #[test]
+    fn a_thread_finds_no_slot_when_all_are_taken_and_gets_a_freed_one_later() {
+        let rt = runtime(RuntimeConfig {
+            layout: Layout { slots: 1, ..SMALL },
+            ..RuntimeConfig::default()
+        });
+        assert_eq!(slot_of_current_thread(rt), Some(0));
+        let other = std::thread::spawn(move || (gettid(), slot_of_current_thread(rt)));
+        let (_, got) = other.join().unwrap();
+        assert_eq!(got, None);
+        assert_eq!(
+            rt.segment.header().slots_exhausted.load(Ordering::Relaxed),
+            1
+        );
+        // This thread ends; the collector drains and frees its slot.
+        on_thread_exit(rt);
+        assert_eq!(events(rt, 0).len(), 2, "start and end");
+        assert!(rt.segment.free_slot(0));
+        let later = std::thread::spawn(move || (gettid(), slot_of_current_thread(rt)));
+        let (tid, got) = later.join().unwrap();
+        assert_eq!(got, Some(0));
+        assert_eq!(rt.segment.slot(0).tid.load(Ordering::Relaxed), tid);
+        let got = events(rt, 0);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0.kind, event::THREAD_START);
+    }
+
+    #[test]
+    fn strobes_own_threads_get_no_slot() {
+        let rt = small();
+        let own = Runtime {
+            own_text: 0x1000..0x2000,
+            config: rt.config.clone(),
+            segment: rt.segment,
+            sampler: None,
+            generation: rt.generation,
+            strings: Default::default(),
+            announced_modules: Default::default(),
+            paused: Default::default(),
+            pid: rt.pid,
+            counters: None,
+        };
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                on_thread_start(&own, Some(0x1800));
+                assert_eq!(my_slot(&own), None);
+            });
+            s.spawn(|| {
+                // A start routine outside this library: the program's.
+                on_thread_start(&own, Some(0x2000));
+                assert!(my_slot(&own).is_some());
+            });
+        });
+        assert_eq!(own.segment.slots_in_use(), 1);
+    }
+
+    #[test]
+    fn threads_older_than_the_runtime_are_adopted_by_tid_while_slots_last() {
+        let rt = runtime(RuntimeConfig {
+            layout: Layout { slots: 2, ..SMALL },
+            ..RuntimeConfig::default()
+        });
+        let me = gettid();
+        // A tid with no thread behind it has no name to read.
+        adopt_threads(rt, &[me, i32::MAX, i32::MAX - 1]);
+        assert_eq!(rt.segment.slots_in_use(), 2);
+        assert_eq!(
+            rt.segment.header().slots_exhausted.load(Ordering::Relaxed),
+            1
+        );
+        assert_eq!(rt.segment.slot(0).tid.load(Ordering::Relaxed), me);
+        assert_eq!(rt.segment.slot(1).tid.load(Ordering::Relaxed), i32::MAX);
+        let mine = events(rt, 0);
+        assert_eq!(mine.len(), 1);
+        assert_eq!(mine[0].0.kind, event::THREAD_START);
+        assert_eq!(mine[0].1, proc_name());
+        let gone = events(rt, 1);
+        assert_eq!((gone[0].0.kind, gone[0].1.len()), (event::THREAD_START, 0));
+        // Adopting is not the calling thread's own claim.
+        assert_eq!(my_slot(rt), None);
+    }
+
+    #[test]
+    fn the_other_threads_are_listed_without_the_caller() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+        let helper = std::thread::spawn(move || {
+            tx.send(gettid()).unwrap();
+            let _ = stop_rx.recv();
+        });
+        let helper_tid = rx.recv().unwrap();
+        let others = other_threads();
+        assert!(others.contains(&helper_tid));
+        assert!(!others.contains(&gettid()));
+        drop(stop_tx);
+        helper.join().unwrap();
+    }
+}

@@ -642,25 +642,7 @@ impl Segment {
     pub fn claim_slot(&self, tid: i32) -> Option<u32> {
         let h = self.header();
         let fresh = h.next_slot.fetch_add(1, Ordering::AcqRel);
-        let claimed = if fresh < self.layout.slots {
-            let slot = self.slot(fresh);
-            slot.state.store(slot_state::LIVE, Ordering::Release);
-            Some(fresh)
-        } else {
-            h.next_slot.store(self.layout.slots, Ordering::Release);
-            (0..self.layout.slots).find(|&i| {
-                self.slot(i)
-                    .state
-                    .compare_exchange(
-                        slot_state::FREE,
-                        slot_state::LIVE,
-                        Ordering::AcqRel,
-                        Ordering::Relaxed,
-                    )
-                    .is_ok()
-            })
-        };
-        let Some(i) = claimed else {
+        let Some(i) = self.claim_from(fresh) else {
             h.slots_exhausted.fetch_add(1, Ordering::Relaxed);
             return None;
         };
@@ -684,6 +666,36 @@ impl Segment {
         let global = self.causal().global_delay.load(Ordering::Acquire);
         slot.causal_local.store(global, Ordering::Relaxed);
         Some(i)
+    }
+
+    /// The slot a claimer that drew never-used index `fresh` gets: that
+    /// one, unless every never-used slot was drawn already (`fresh` is past
+    /// the table) or a claimer that drew past the table took it by its scan
+    /// between the draw and now; then the first free slot. Every slot goes
+    /// from free to live by one compare-and-swap, so no two claimers ever
+    /// get the same slot.
+    fn claim_from(&self, fresh: u32) -> Option<u32> {
+        let live = |i: u32| {
+            self.slot(i)
+                .state
+                .compare_exchange(
+                    slot_state::FREE,
+                    slot_state::LIVE,
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+        };
+        if fresh < self.layout.slots {
+            if live(fresh) {
+                return Some(fresh);
+            }
+        } else {
+            self.header()
+                .next_slot
+                .store(self.layout.slots, Ordering::Release);
+        }
+        (0..self.layout.slots).find(|&i| live(i))
     }
 
     /// The thread of slot `i` ended: the collector drains and frees it.
@@ -811,6 +823,141 @@ mod tests {
         assert!(seg.free_slot(2));
         assert_eq!(seg.claim_slot(10), Some(2));
         assert_eq!(seg.slot(2).tid.load(Ordering::Relaxed), 10);
+    }
+
+    #[test]
+    fn a_fresh_slot_taken_by_a_scan_meanwhile_is_not_handed_out_twice() {
+        let (seg, _fd) = Segment::create(SMALL, 1, 1, 0, (0, 0)).unwrap();
+        for t in 0..3 {
+            assert_eq!(seg.claim_slot(t), Some(t as u32));
+        }
+        // One claimer draws the last never-used index (3) and is
+        // interrupted before it marks the slot live...
+        let drawn = seg.header().next_slot.fetch_add(1, Ordering::AcqRel);
+        assert_eq!(drawn, 3);
+        // ...while another draws past the table and scans for a free slot.
+        assert_eq!(seg.claim_slot(20), Some(3));
+        // The first one, resumed, must not get slot 3 as well.
+        assert_eq!(seg.claim_from(drawn), None);
+        assert_eq!(seg.slot(3).tid.load(Ordering::Relaxed), 20);
+        // Had a slot been free, it would have got that one instead.
+        seg.end_slot(1);
+        assert!(seg.free_slot(1));
+        assert_eq!(seg.claim_from(drawn), Some(1));
+    }
+
+    #[test]
+    fn threads_claiming_and_releasing_at_once_never_share_a_slot() {
+        const THREADS: i32 = 8;
+        const ROUNDS: usize = 2000;
+        let layout = Layout { slots: 6, ..SMALL };
+        let (seg, _fd) = Segment::create(layout, 1, 1, 0, (0, 0)).unwrap();
+        // Who holds each slot (0: nobody), as the claimers see it.
+        let owners: Vec<AtomicI32> = (0..layout.slots).map(|_| AtomicI32::new(0)).collect();
+        let claimed = std::sync::atomic::AtomicU64::new(0);
+        std::thread::scope(|scope| {
+            for me in 1..=THREADS {
+                let (seg, owners, claimed) = (&seg, &owners, &claimed);
+                scope.spawn(move || {
+                    for _ in 0..ROUNDS {
+                        let Some(i) = seg.claim_slot(me) else {
+                            std::thread::yield_now();
+                            continue;
+                        };
+                        claimed.fetch_add(1, Ordering::Relaxed);
+                        let before = owners[i as usize].swap(me, Ordering::AcqRel);
+                        assert_eq!(before, 0, "slot {i} handed to {me} while {before} held it");
+                        assert_eq!(seg.slot(i).tid.load(Ordering::Acquire), me);
+                        owners[i as usize].store(0, Ordering::Release);
+                        seg.end_slot(i);
+                        // The collector's part: the drained slot goes back.
+                        assert!(seg.free_slot(i));
+                    }
+                });
+            }
+        });
+        let claimed = claimed.load(Ordering::Relaxed);
+        let exhausted = u64::from(seg.header().slots_exhausted.load(Ordering::Relaxed));
+        assert_eq!(claimed + exhausted, THREADS as u64 * ROUNDS as u64);
+        assert!(claimed > 0);
+        assert_eq!(seg.slots_in_use(), layout.slots);
+        for i in 0..layout.slots {
+            assert_eq!(seg.slot(i).state.load(Ordering::Relaxed), slot_state::FREE);
+        }
+    }
+
+    #[test]
+    fn claims_beyond_the_table_are_counted_and_every_slot_goes_to_one_thread() {
+        const THREADS: usize = 8;
+        const EACH: usize = 4;
+        let layout = Layout { slots: 20, ..SMALL };
+        let (seg, _fd) = Segment::create(layout, 1, 1, 0, (0, 0)).unwrap();
+        let got: Vec<Vec<u32>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let seg = &seg;
+                    scope.spawn(move || {
+                        (0..EACH)
+                            .filter_map(|_| seg.claim_slot(t as i32 + 100))
+                            .collect::<Vec<u32>>()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut all: Vec<u32> = got.iter().flatten().copied().collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..20).collect::<Vec<u32>>(), "each slot once");
+        assert_eq!(
+            seg.header().slots_exhausted.load(Ordering::Relaxed) as usize,
+            THREADS * EACH - 20
+        );
+        for (t, slots) in got.iter().enumerate() {
+            for &i in slots {
+                assert_eq!(seg.slot(i).tid.load(Ordering::Relaxed), t as i32 + 100);
+            }
+        }
+    }
+
+    #[test]
+    fn a_reused_slot_starts_clean_and_owes_no_earlier_delay() {
+        let (seg, _fd) = Segment::create(SMALL, 1, 1, 0, (0, 0)).unwrap();
+        let i = seg.claim_slot(7).unwrap();
+        let slot = seg.slot(i);
+        for c in [
+            &slot.blocked_since,
+            &slot.blocked_ns,
+            &slot.taken,
+            &slot.lost_full,
+            &slot.lost_reentrant,
+            &slot.overruns,
+            &slot.incomplete,
+            &slot.causal_blocked_at,
+            &slot.lost_altstack,
+        ] {
+            c.store(99, Ordering::Relaxed);
+        }
+        slot.event_busy.store(1, Ordering::Relaxed);
+        // Only an ended slot can be given back.
+        assert!(!seg.free_slot(i), "a live slot is not freed");
+        seg.end_slot(i);
+        assert_eq!(slot.state.load(Ordering::Relaxed), slot_state::ENDED);
+        assert!(seg.free_slot(i));
+        assert!(!seg.free_slot(i), "freed once");
+        // Every never-used slot goes first.
+        for t in 1..4 {
+            assert_ne!(seg.claim_slot(t), Some(i));
+        }
+        seg.causal().global_delay.store(5_000, Ordering::Relaxed);
+        assert_eq!(seg.claim_slot(8), Some(i));
+        assert_eq!(slot.tid.load(Ordering::Relaxed), 8);
+        assert_eq!(slot.state.load(Ordering::Relaxed), slot_state::LIVE);
+        assert_eq!(slot.event_busy.load(Ordering::Relaxed), 0);
+        assert_eq!(slot.taken.load(Ordering::Relaxed), 0);
+        assert_eq!(slot.blocked_ns.load(Ordering::Relaxed), 0);
+        assert_eq!(slot.lost_altstack.load(Ordering::Relaxed), 0);
+        assert_eq!(slot.causal_blocked_at.load(Ordering::Relaxed), 0);
+        assert_eq!(slot.causal_local.load(Ordering::Relaxed), 5_000);
     }
 
     #[test]

@@ -757,3 +757,166 @@ fn keeping_errno(f: impl FnOnce()) {
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = saved };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::testing::{events, runtime, small, SMALL};
+    use strobe_wire::config::RuntimeConfig;
+    use strobe_wire::record::{event_flags, read};
+
+    #[test]
+    fn every_recorded_function_is_found_by_its_name() {
+        for (i, name) in MPI_FUNCTIONS.iter().enumerate() {
+            assert_eq!(usize::from(function(name)), i, "{name}");
+        }
+        assert_eq!(MPI_FUNCTIONS[usize::from(function("MPI_Send"))], "MPI_Send");
+    }
+
+    /// A communicator of its own for each test (message counters are
+    /// process-wide, by communicator).
+    fn communicator(id: &str, rank: i32) -> &'static CommInfo {
+        info(id.to_string(), 4, rank)
+    }
+
+    #[test]
+    fn both_ends_of_a_message_compute_the_same_key() {
+        let sender = communicator("test.keys@0", 0);
+        let receiver = communicator("test.keys@0", 1);
+        let sent: Vec<u64> = (0..3).map(|_| message_key(sender, 0, 1, 7, true)).collect();
+        let received: Vec<u64> = (0..3)
+            .map(|_| message_key(receiver, 0, 1, 7, false))
+            .collect();
+        assert_eq!(sent, received, "the n-th message has one key");
+        assert_ne!(sent[0], sent[1]);
+        assert_ne!(sent[1], sent[2]);
+        for k in &sent {
+            assert!((1..1 << 63).contains(k), "{k}");
+        }
+        // Another tag, direction or communicator: another sequence.
+        let other_tag = message_key(sender, 0, 1, 8, true);
+        let reverse = message_key(sender, 1, 0, 7, true);
+        let other_comm = message_key(communicator("test.keys2@0", 0), 0, 1, 7, true);
+        for k in [other_tag, reverse, other_comm] {
+            assert!(!sent.contains(&k));
+        }
+    }
+
+    #[test]
+    fn hashes_depend_on_every_word_and_its_place() {
+        assert_eq!(hash(&[1, 2, 3]), hash(&[1, 2, 3]));
+        assert_ne!(hash(&[1, 2, 3]), hash(&[3, 2, 1]));
+        assert_ne!(hash(&[1, 2]), hash(&[1, 2, 0]));
+        assert_ne!(text_hash("world"), text_hash("self"));
+        assert_eq!(text_hash("world"), hash(&[119, 111, 114, 108, 100]));
+    }
+
+    /// A call being recorded on `slot` of `rt`, as `Call::enter` makes it.
+    fn call(rt: &'static Runtime, slot: u32, function: u16, ticks: bool) -> Call {
+        Call {
+            rt,
+            slot,
+            end: 0,
+            body: MpiCallBody {
+                begin_ns: 100,
+                function,
+                fields: if ticks { mpi_fields::TICKS } else { 0 },
+                ..Default::default()
+            },
+            comm: None,
+            more_in: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_finished_call_is_one_record_with_its_communicator_and_received_keys() {
+        let rt = small();
+        let slot = rt.segment.claim_slot(1).unwrap();
+        let world = communicator("world", 2);
+        // As `Call::enter` marks it: no nested call is recorded meanwhile.
+        DEPTH.with(|d| d.set(1));
+        let mut c = call(rt, slot, function("MPI_Waitall"), false);
+        c.comm = Some(world);
+        c.body.comm_size = world.size;
+        c.recv_bytes(10);
+        c.recv_bytes(u64::MAX);
+        c.flow_in(11);
+        c.flow_in(12);
+        c.flow_in(13);
+        c.end = 500;
+        c.emit();
+        let got = events(rt, slot);
+        assert_eq!(got.len(), 1);
+        let (head, bytes) = &got[0];
+        assert_eq!(
+            (head.kind, head.flags, head.timestamp_ns),
+            (event::MPI_CALL, 0, 500)
+        );
+        let body = read::<MpiCallBody>(bytes).unwrap();
+        assert_eq!(body.function, function("MPI_Waitall"));
+        assert_eq!(body.begin_ns, 100);
+        assert_eq!(body.recv_bytes, u64::MAX, "saturates");
+        assert_eq!(body.fields, mpi_fields::RECV_BYTES | mpi_fields::FLOW_IN);
+        assert_eq!((body.flow_in, body.comm_size), (11, 4));
+        assert_eq!(body.comm_len, 5);
+        let rest = &bytes[std::mem::size_of::<MpiCallBody>()..];
+        assert_eq!(&rest[..5], b"world");
+        let more: Vec<u64> = rest[5..]
+            .chunks_exact(8)
+            .map(|k| u64::from_le_bytes(k.try_into().unwrap()))
+            .collect();
+        assert_eq!(more, [12, 13]);
+        assert_eq!(DEPTH.with(Cell::get), 0, "recording ends with the call");
+    }
+
+    #[test]
+    fn a_long_communicator_id_is_cut_and_a_call_in_ticks_stays_in_ticks() {
+        let rt = runtime(RuntimeConfig {
+            layout: SMALL,
+            tsc: true,
+            ..RuntimeConfig::default()
+        });
+        let slot = rt.segment.claim_slot(1).unwrap();
+        let long = communicator(&"c".repeat(300), 0);
+        let mut c = call(rt, slot, function("MPI_Barrier"), true);
+        c.comm = Some(long);
+        c.end = 7_000;
+        c.emit();
+        let (head, bytes) = events(rt, slot).remove(0);
+        assert_eq!((head.flags, head.timestamp_ns), (event_flags::TSC, 7_000));
+        let body = read::<MpiCallBody>(&bytes).unwrap();
+        assert_eq!(body.fields, mpi_fields::TICKS);
+        assert_eq!(body.comm_len, 256);
+        assert_eq!(bytes.len(), std::mem::size_of::<MpiCallBody>() + 256);
+    }
+
+    #[test]
+    fn a_calls_fields_are_set_only_for_what_it_said() {
+        let rt = small();
+        let slot = rt.segment.claim_slot(1).unwrap();
+        let mut c = call(rt, slot, function("MPI_Recv"), false);
+        // A wildcard tag is no tag.
+        c.tag(abi().any_tag);
+        assert_eq!(c.body.fields & mpi_fields::TAG, 0);
+        c.tag(9);
+        c.peer(3);
+        c.root(0);
+        c.bytes(5);
+        c.bytes(6);
+        assert_eq!(
+            c.body.fields,
+            mpi_fields::TAG | mpi_fields::PEER | mpi_fields::ROOT | mpi_fields::BYTES
+        );
+        assert_eq!(
+            (c.body.tag, c.body.peer, c.body.root, c.body.bytes),
+            (9, 3, 0, 11)
+        );
+        // No end recorded: stamped as it is written.
+        let before = now_ns();
+        c.emit();
+        let (head, bytes) = events(rt, slot).remove(0);
+        assert!(head.timestamp_ns >= before);
+        assert_eq!(read::<MpiCallBody>(&bytes).unwrap().comm_len, 0);
+        assert_eq!(bytes.len(), std::mem::size_of::<MpiCallBody>());
+    }
+}
