@@ -936,6 +936,126 @@ mod tests {
             .contains("2 processes sampled by the kernel from when the collector saw each start"));
     }
 
+    /// The collector's shared state for a run writing into `dir` (or
+    /// into nothing, when its run directory cannot be made).
+    fn shared(run_dir: Option<&std::path::Path>) -> Shared {
+        let mut options = crate::fuzz::options_for(&std::env::temp_dir());
+        let dir = run_dir.map(std::path::Path::to_path_buf);
+        options.run_dir = Arc::new(crate::RunDir::new(move || {
+            dir.clone()
+                .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EROFS))
+        }));
+        Shared {
+            options,
+            report: Default::default(),
+            program_done: Default::default(),
+            interrupted: Default::default(),
+            live: Default::default(),
+            wake: std::fs::File::open("/dev/null").unwrap().into(),
+            done: Default::default(),
+            queued: Default::default(),
+            spooled: Default::default(),
+            kernel: Default::default(),
+            kernel_for_all: Default::default(),
+            announced: Default::default(),
+        }
+    }
+
+    fn taps(shared: &Shared) -> (Taps<'_>, mpsc::Receiver<ToWriter>) {
+        let (to_writer, from_taps) = mpsc::channel();
+        let taps = Taps {
+            shared,
+            taps: Vec::new(),
+            expected: Expected::default(),
+            to_writer,
+            next_id: 0,
+            thread_events: Vec::new(),
+            inherited_events: false,
+            without_runtime: BTreeMap::new(),
+            spool: None,
+        };
+        (taps, from_taps)
+    }
+
+    /// A batch of `n` records of 16 bytes each.
+    fn batch(n: usize) -> Batch {
+        let mut b = Batch::default();
+        for k in 0..n {
+            let start = b.bytes.len();
+            b.bytes.extend_from_slice(&[k as u8; 16]);
+            b.records
+                .push((crate::tap::Source::Events, 7, start..b.bytes.len()));
+        }
+        b
+    }
+
+    /// The batch of the next message to the writer.
+    fn sent(from: &mpsc::Receiver<ToWriter>) -> Batch {
+        match from.try_recv() {
+            Ok(ToWriter::Records { batch, .. }) => batch,
+            _ => panic!("no records sent"),
+        }
+    }
+
+    #[test]
+    fn batches_wait_in_memory_until_the_backlog_passes_its_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = shared(Some(dir.path()));
+        let (mut t, from) = taps(&shared);
+        let b = batch(3);
+        let weight = b.weight();
+        assert_eq!(
+            t.send(b, |batch| ToWriter::Records { id: 1, batch }),
+            weight
+        );
+        assert_eq!(shared.queued.load(Ordering::SeqCst), weight);
+        assert_eq!(shared.spooled.load(Ordering::SeqCst), 0);
+        assert!(t.spool.is_none(), "no spool file until one is needed");
+        let got = sent(&from);
+        assert!(got.spilled.is_none());
+        assert_eq!(got.records.len(), 3);
+    }
+
+    #[test]
+    fn past_the_bound_a_batchs_records_wait_on_disk_and_the_counts_balance() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = shared(Some(dir.path()));
+        let (mut t, from) = taps(&shared);
+        shared.queued.store(SPILL_ABOVE - 10, Ordering::SeqCst);
+        let mut b = batch(4);
+        b.notes.push("stays in memory".into());
+        let weight = b.weight();
+        let original = batch(4);
+        assert_eq!(
+            t.send(b, |batch| ToWriter::Records { id: 1, batch }),
+            weight
+        );
+        let mut got = sent(&from);
+        assert!(got.records.is_empty() && got.bytes.is_empty());
+        assert_eq!(got.notes, ["stays in memory"]);
+        let spilled = got.spilled.take().expect("on disk");
+        // What the writer takes off the counts when it reads the batch
+        // back is what the collector added.
+        assert_eq!(shared.spooled.load(Ordering::SeqCst), spilled.len() as u64);
+        assert_eq!(shared.queued.load(Ordering::SeqCst), SPILL_ABOVE - 10);
+        spilled.restore(&mut got).unwrap();
+        assert_eq!(got.bytes, original.bytes);
+        assert_eq!(got.records, original.records);
+        // The spool file is unnamed: nothing left in the run directory.
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+    }
+
+    #[test]
+    fn without_a_run_directory_the_spool_goes_to_the_temporary_directory() {
+        let shared = shared(None);
+        let (mut t, from) = taps(&shared);
+        shared.queued.store(SPILL_ABOVE, Ordering::SeqCst);
+        t.send(batch(2), |batch| ToWriter::Records { id: 1, batch });
+        assert!(sent(&from).spilled.is_some());
+        assert!(matches!(t.spool, Some(Ok(_))));
+        assert!(crate::lock(&shared.report).notes.is_empty());
+    }
+
     #[test]
     fn threads_handed_to_the_kernel_are_one_line_per_reason_and_outcome() {
         let mut noted: BTreeMap<(&'static str, String), Vec<i32>> = BTreeMap::new();

@@ -1036,11 +1036,32 @@ mod tests {
             eprintln!("skipped: the kernel does not keep time with an invariant TSC here");
             return;
         }
-        let from = strobe_core::clock::tsc_pair();
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        let (ticks, ns) = strobe_core::clock::tsc_pair();
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        let map = TscMap::between(from, strobe_core::clock::tsc_pair());
+        // Readings as `tsc_pair` takes them, but only those nothing
+        // interrupted (a preemption or a VM exit between the counter and
+        // the clock puts the pair microseconds off on a busy machine).
+        let undisturbed = || {
+            (0..100_000).find_map(|_| {
+                let before = strobe_core::clock::cycles();
+                let ns = now_ns();
+                let after = strobe_core::clock::cycles();
+                (after - before < 1_000).then_some((before + (after - before) / 2, ns))
+            })
+        };
+        let mut readings = Vec::new();
+        for k in 0..3 {
+            if k > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            let Some(pair) = undisturbed() else {
+                eprintln!("skipped: no reading of the counter and the clock went uninterrupted");
+                return;
+            };
+            readings.push(pair);
+        }
+        let [from, (ticks, ns), to] = readings[..] else {
+            unreachable!("three readings")
+        };
+        let map = TscMap::between(from, to);
         let error = map.ns(ticks) as i64 - ns as i64;
         assert!(
             error.abs() < 1_000,
