@@ -218,7 +218,8 @@ fn to_monotonic(record: &mut [u8], map: &TscMap, last: &mut u64) -> Option<Event
 fn sampling_on(timing: &crate::Timing, elapsed_ns: u64, windows_on: bool) -> bool {
     windows_on
         && elapsed_ns >= timing.delay_ns
-        && (timing.duration_ns == 0 || elapsed_ns < timing.delay_ns + timing.duration_ns)
+        && (timing.duration_ns == 0
+            || elapsed_ns < timing.delay_ns.saturating_add(timing.duration_ns))
 }
 
 /// What a `CHILD` event (already converted, its head `head`, its bytes
@@ -784,6 +785,12 @@ mod tests {
         );
         assert!(sampling_on(&timing(100, 50), 149, true));
         assert!(!sampling_on(&timing(100, 50), 150, true));
+        // A delay and a duration whose sum overflows: on until the end.
+        assert!(sampling_on(
+            &timing(u64::MAX - 1, u64::MAX),
+            u64::MAX - 1,
+            true
+        ));
     }
 
     fn push_event(segment: &Segment, slot: u32, kind: u16, arg: u32, ts: u64, bytes: &[u8]) {
