@@ -346,7 +346,9 @@ fn receive(conn: &OwnedFd) -> Received {
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
     }
-    if n != 4 || fds.len() != 2 || msg.msg_flags & libc::MSG_CTRUNC != 0 {
+    // A longer message is cut to its first 4 bytes and flagged: refused.
+    let cut = msg.msg_flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) != 0;
+    if n != 4 || fds.len() != 2 || cut {
         return Received::Malformed;
     }
     let (Some(pidfd), Some(segment)) = (fds.pop(), fds.pop()) else {
@@ -521,10 +523,12 @@ mod tests {
         let pidfd = own_pidfd();
         let null = std::fs::File::open("/dev/null").unwrap();
         let pid = (std::process::id() as i32).to_le_bytes();
-        let shapes: [(&[u8], Vec<i32>); 4] = [
+        let longer = [pid[0], pid[1], pid[2], pid[3], 0];
+        let shapes: [(&[u8], Vec<i32>); 5] = [
             (&pid, vec![]),
             (&pid, vec![null.as_raw_fd()]),
             (b"12", vec![null.as_raw_fd(), pidfd.as_raw_fd()]),
+            (&longer, vec![null.as_raw_fd(), pidfd.as_raw_fd()]),
             (
                 &pid,
                 vec![null.as_raw_fd(), pidfd.as_raw_fd(), null.as_raw_fd()],
