@@ -185,7 +185,7 @@ impl Profile {
                 let mut started = Vec::with_capacity(streams.len());
                 for s in streams {
                     started.push(match s {
-                        Stream::Samples => Started::Samples(samples::samples(self)?),
+                        Stream::Samples => Started::Samples(samples::samples(self, run.time_kind)?),
                         Stream::Regions => Started::Regions(regions::regions(self)?),
                         Stream::SampleCounts => Started::SampleCounts,
                         Stream::Counters => Started::Counters(counters::counters(self)?),
@@ -197,7 +197,7 @@ impl Profile {
                 }
             }
             Order::Merged => {
-                self.visit_merged(sink, &mut stacks)?;
+                self.visit_merged(&run, sink, &mut stacks)?;
                 for stream in [Stream::Regions, Stream::Samples, Stream::Counters] {
                     sink.stream_end(stream)?;
                 }
@@ -255,11 +255,12 @@ impl Profile {
     /// [`Order::Merged`]).
     fn visit_merged<S: ProfileSink>(
         &self,
+        run: &Run,
         sink: &mut S,
         stacks: &mut Stacks<'_>,
     ) -> Result<(), S::Error> {
         let mut regions = regions::regions(self)?;
-        let mut samples = samples::samples(self)?;
+        let mut samples = samples::samples(self, run.time_kind)?;
         let mut counters = counters::counters(self)?;
         let mut region = regions.next().transpose()?;
         let mut sample = samples.next_row().transpose()?;

@@ -379,9 +379,10 @@ impl Samples<'_> {
 /// a reader thread on its own connection and sorted there with bounded
 /// memory (a single large process by two threads, each half of its rows),
 /// the streams merged here; beyond [`MAX_READER_THREADS`] processes, each
-/// is read through its timestamp index on the profile's connection.
-pub(super) fn samples(p: &Profile) -> Result<Samples<'_>> {
-    let time_kind = p.time_kind()?;
+/// is read through its timestamp index on the profile's connection. A
+/// sample without a kind is of `time_kind` (the run's, see
+/// [`Profile::time_kind`]).
+pub(super) fn samples(p: &Profile, time_kind: SampleKind) -> Result<Samples<'_>> {
     let conn = p.connection();
     let window = p.window();
     let sets = p.table_sets();
