@@ -11,7 +11,7 @@
 //! [`parquet::write_parquet`] (a directory: a Parquet dataset). Each is a
 //! sink of [`strobe_db::Profile::visit`] (Parquet still reads each
 //! process's tables itself) and never holds a trace in memory. The crate
-//! never prints, never writes SQL and never chooses file names beyond
+//! never prints and never chooses file names beyond
 //! [`format::Format::extension`].
 
 #![warn(missing_docs)]
@@ -30,6 +30,7 @@ pub mod pprof;
 mod spool;
 
 pub use error::{ExportError, Result};
+pub use format::Format;
 
 /// The exporters' hasher for their hot maps: foldhash's fast hasher with a
 /// fixed seed (keys are ids and names of the profile being read; a fixed
@@ -46,4 +47,3 @@ pub(crate) type FrameKey = (
     u64,
     Option<std::sync::Arc<str>>,
 );
-pub use format::Format;
