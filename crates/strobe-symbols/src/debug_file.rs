@@ -116,12 +116,8 @@ impl DebugLinks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::run;
     use std::process::Command;
-
-    fn run(cmd: &str, args: &[&str]) {
-        let status = Command::new(cmd).args(args).status().expect(cmd);
-        assert!(status.success(), "{cmd} {args:?}");
-    }
 
     #[test]
     fn crc32_is_zlibs() {

@@ -31,3 +31,16 @@ pub mod vdso;
 pub use elf::ElfFile;
 pub use module::{ModuleNames, ModuleSymbolizer};
 pub use resolve::Name;
+
+#[cfg(test)]
+mod testing {
+    /// Runs a tool the tests build their ELF files with; fails the test
+    /// when it fails.
+    pub(crate) fn run(cmd: &str, args: &[&str]) {
+        let status = std::process::Command::new(cmd)
+            .args(args)
+            .status()
+            .expect(cmd);
+        assert!(status.success(), "{cmd} {args:?}");
+    }
+}

@@ -183,12 +183,8 @@ fn slot_names(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::run;
     use std::process::Command;
-
-    fn run(cmd: &str, args: &[&str]) {
-        let status = Command::new(cmd).args(args).status().expect(cmd);
-        assert!(status.success(), "{cmd} {args:?}");
-    }
 
     /// The `@plt` labels `objdump -d` prints for the PLT sections of
     /// `file`, with `IRELATIVE` stubs named by the ifunc at their resolver

@@ -113,12 +113,8 @@ pub fn names_in(file: &str, addrs: &[u64], lines: bool) -> Option<Vec<Option<Nam
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::run;
     use std::process::Command;
-
-    fn run(cmd: &str, args: &[&str]) {
-        let status = Command::new(cmd).args(args).status().expect(cmd);
-        assert!(status.success(), "{cmd} {args:?}");
-    }
 
     #[test]
     fn short_c_names_stay_as_written_and_mangled_names_are_demangled() {
