@@ -171,7 +171,22 @@ fn count_of(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-impl Taps<'_> {
+impl<'a> Taps<'a> {
+    /// No process followed yet; batches go to the writer on `to_writer`.
+    fn new(shared: &'a Shared, to_writer: mpsc::Sender<ToWriter>) -> Taps<'a> {
+        Taps {
+            shared,
+            taps: Vec::new(),
+            expected: Expected::default(),
+            to_writer,
+            next_id: 0,
+            thread_events: Vec::new(),
+            inherited_events: false,
+            without_runtime: BTreeMap::new(),
+            spool: None,
+        }
+    }
+
     /// Copies `tap`'s rings and sends what they held; returns the bytes
     /// copied.
     fn drain(&mut self, i: usize) -> usize {
@@ -543,20 +558,7 @@ pub fn run(listener: &mut listen::Listener, shared: &Shared) {
                 .push(format!("the collector could not start its writer: {e}"));
             return;
         }
-        follow(
-            listener,
-            &mut Taps {
-                shared,
-                taps: Vec::new(),
-                expected: Expected::default(),
-                to_writer,
-                next_id: 0,
-                thread_events: Vec::new(),
-                inherited_events: false,
-                without_runtime: BTreeMap::new(),
-                spool: None,
-            },
-        );
+        follow(listener, &mut Taps::new(shared, to_writer));
     });
 }
 
@@ -963,17 +965,7 @@ mod tests {
 
     fn taps(shared: &Shared) -> (Taps<'_>, mpsc::Receiver<ToWriter>) {
         let (to_writer, from_taps) = mpsc::channel();
-        let taps = Taps {
-            shared,
-            taps: Vec::new(),
-            expected: Expected::default(),
-            to_writer,
-            next_id: 0,
-            thread_events: Vec::new(),
-            inherited_events: false,
-            without_runtime: BTreeMap::new(),
-            spool: None,
-        };
+        let taps = Taps::new(shared, to_writer);
         (taps, from_taps)
     }
 
