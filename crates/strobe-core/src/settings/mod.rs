@@ -11,16 +11,17 @@
 //! variables), never prints, and never exits.
 
 mod config_file;
+mod error;
+mod generate;
 pub mod registry;
 mod resolve;
 mod suggest;
 pub mod value;
 
-pub use config_file::generate_config;
+pub use error::{Origin, SettingsError, SettingsErrors};
+pub use generate::generate_config;
 pub use registry::{Category, DefaultValue, Key, SettingDef, SETTINGS};
-pub use resolve::{
-    Origin, Resolved, Settings, SettingsError, SettingsErrors, SettingsLoader, Source,
-};
+pub use resolve::{Resolved, Settings, SettingsLoader, Source};
 pub use suggest::nearest;
 pub use value::{Kind, Value};
 
