@@ -29,13 +29,15 @@ pub use context::{
     strobe_metrics_get_metrics, strobe_metrics_group_count, strobe_metrics_group_get_data,
     strobe_metrics_group_read, strobe_metrics_group_start, strobe_metrics_group_stop,
     strobe_metrics_open, strobe_metrics_read, strobe_metrics_start, strobe_metrics_stop, Context,
+    ContextCallback, Group, Properties,
 };
 pub use info::{strobe_metrics_get_info, strobe_metrics_iterate_info, strobe_metrics_query_info};
 pub use intercept::{
     intercept_region_begin, intercept_region_end, intercepting_active,
     strobe_metrics_intercept_region_begin, strobe_metrics_intercept_region_end,
     strobe_metrics_intercepting_active, strobe_metrics_remove_intercepting,
-    strobe_metrics_set_intercepting, RegionEvent, DEPTH_FROM_STACK,
+    strobe_metrics_set_intercepting, Intercepting, RegionBeginCallback, RegionEndCallback,
+    RegionEvent, DEPTH_FROM_STACK,
 };
 pub use status::{
     strobe_metrics_check_version, strobe_metrics_errno, strobe_metrics_error_string,

@@ -11,6 +11,10 @@
 //! kept on a per-thread stack, matched by depth. The C entry points
 //! `strobe_metrics_intercept_region_begin/end` are the same for C callers.
 //!
+//! Owns the header's types of this API: the tool's callbacks
+//! ([`RegionBeginCallback`], [`RegionEndCallback`]) and the table that
+//! registers them ([`Intercepting`]), layout pinned at the bottom.
+//!
 //! When no tool is registered and no region it saw is still open, both
 //! dispatch functions cost one or two relaxed atomic loads and nothing
 //! else. Must never call a tool while holding a lock, never dispatch
@@ -22,9 +26,38 @@ use std::ffi::{c_char, c_void, CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use super::context::Group;
 use super::context::{group_context, group_get_data, group_start};
 use super::status::{guard, CResult, Error, Status};
-use super::types::{CallbackData, Group, Intercepting};
+use super::types::CallbackData;
+
+/// `strobe_metrics_callback_t`: the tool's region-begin callback.
+pub type RegionBeginCallback = Option<
+    unsafe extern "C" fn(
+        callback_data: *const CallbackData,
+        user_data: *mut c_void,
+        group: *mut *mut Group,
+    ) -> Status,
+>;
+
+/// `strobe_metrics_region_end_callback_t`.
+pub type RegionEndCallback = Option<
+    unsafe extern "C" fn(
+        callback_data: *const CallbackData,
+        user_data: *mut c_void,
+        group: *mut Group,
+    ) -> Status,
+>;
+
+/// `strobe_metrics_intercepting_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Intercepting {
+    /// Required.
+    pub region_begin: RegionBeginCallback,
+    /// Optional.
+    pub region_end: RegionEndCallback,
+}
 
 /// A region as the runtime reports it to [`intercept_region_begin`] and
 /// [`intercept_region_end`].
@@ -444,6 +477,10 @@ pub unsafe extern "C" fn strobe_metrics_intercept_region_end(data: *const Callba
         end(&unsafe { event(data, true) })
     })
 }
+
+// The layout the header documents (64-bit Linux).
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Intercepting>() == 16);
 
 #[cfg(test)]
 mod tests {

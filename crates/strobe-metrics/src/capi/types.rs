@@ -1,4 +1,7 @@
-//! The `repr(C)` types and constants of `include/strobe_metrics.h`.
+//! The `repr(C)` types and constants of `include/strobe_metrics.h`, but
+//! for those that name a context (the group, the completion callback, the
+//! open properties: in [`super::context`]) and the intercepting API's
+//! callbacks (in [`super::intercept`]).
 //!
 //! Owns layouts only: every struct here mirrors the header field for
 //! field, and the assertions at the bottom pin the 64-bit Linux layout the
@@ -9,7 +12,6 @@
 
 use std::ffi::{c_char, c_void};
 
-use super::context::Context;
 use super::status::Status;
 
 /// `strobe_metrics_info_kind_t`.
@@ -279,76 +281,6 @@ pub struct Feature {
     pub data: Data,
 }
 
-/// `strobe_metrics_group_t`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct Group {
-    /// Group index.
-    pub index: u32,
-    /// The group's features (owned by the context).
-    pub features: *mut *mut Feature,
-    /// How many.
-    pub feature_count: u32,
-    /// The context handle.
-    pub context: *mut Context,
-}
-
-impl Group {
-    /// An empty group (null pointers).
-    pub const EMPTY: Group = Group {
-        index: 0,
-        features: std::ptr::null_mut(),
-        feature_count: 0,
-        context: std::ptr::null_mut(),
-    };
-}
-
-/// `strobe_metrics_context_callback_t`.
-pub type ContextCallback = Option<unsafe extern "C" fn(group: *mut Group, arg: *mut c_void)>;
-
-/// `strobe_metrics_properties_t`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct Properties {
-    /// Completion callback.
-    pub callback: ContextCallback,
-    /// Its argument.
-    pub callback_arg: *mut c_void,
-    /// The seed's HSA queue: must be null.
-    pub queue: *mut c_void,
-    /// Ignored.
-    pub queue_depth: u32,
-    /// A [`target`] value.
-    pub target: u32,
-    /// Thread or process id, 0 = the caller.
-    pub pid: i32,
-    /// [`flags`].
-    pub flags: u32,
-    /// Most perf events per group; 0 = each PMU's own.
-    pub max_slots: u32,
-    /// Must be 0.
-    pub reserved0: u32,
-    /// Must be 0.
-    pub reserved: [u64; 4],
-}
-
-impl Default for Properties {
-    fn default() -> Self {
-        Properties {
-            callback: None,
-            callback_arg: std::ptr::null_mut(),
-            queue: std::ptr::null_mut(),
-            queue_depth: 0,
-            target: target::THREAD,
-            pid: 0,
-            flags: 0,
-            max_slots: 0,
-            reserved0: 0,
-            reserved: [0; 4],
-        }
-    }
-}
-
 /// `strobe_metrics_callback_data_t`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -365,34 +297,6 @@ pub struct CallbackData {
     pub begin_ns: u64,
     /// At the end; 0 in `region_begin`.
     pub end_ns: u64,
-}
-
-/// `strobe_metrics_callback_t`: the tool's region-begin callback.
-pub type RegionBeginCallback = Option<
-    unsafe extern "C" fn(
-        callback_data: *const CallbackData,
-        user_data: *mut c_void,
-        group: *mut *mut Group,
-    ) -> Status,
->;
-
-/// `strobe_metrics_region_end_callback_t`.
-pub type RegionEndCallback = Option<
-    unsafe extern "C" fn(
-        callback_data: *const CallbackData,
-        user_data: *mut c_void,
-        group: *mut Group,
-    ) -> Status,
->;
-
-/// `strobe_metrics_intercepting_t`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct Intercepting {
-    /// Required.
-    pub region_begin: RegionBeginCallback,
-    /// Optional.
-    pub region_end: RegionEndCallback,
 }
 
 // The layouts the header documents (64-bit Linux).
@@ -416,22 +320,9 @@ mod layout {
     const _: () = assert!(offset_of!(Feature, parameters) == 16);
     const _: () = assert!(offset_of!(Feature, parameter_count) == 24);
     const _: () = assert!(offset_of!(Feature, data) == 32);
-    const _: () = assert!(size_of::<Group>() == 32);
-    const _: () = assert!(offset_of!(Group, features) == 8);
-    const _: () = assert!(offset_of!(Group, feature_count) == 16);
-    const _: () = assert!(offset_of!(Group, context) == 24);
-    const _: () = assert!(size_of::<Properties>() == 80);
-    const _: () = assert!(offset_of!(Properties, queue_depth) == 24);
-    const _: () = assert!(offset_of!(Properties, target) == 28);
-    const _: () = assert!(offset_of!(Properties, pid) == 32);
-    const _: () = assert!(offset_of!(Properties, flags) == 36);
-    const _: () = assert!(offset_of!(Properties, max_slots) == 40);
-    const _: () = assert!(offset_of!(Properties, reserved0) == 44);
-    const _: () = assert!(offset_of!(Properties, reserved) == 48);
     const _: () = assert!(size_of::<CallbackData>() == 40);
     const _: () = assert!(offset_of!(CallbackData, region_kind) == 16);
     const _: () = assert!(offset_of!(CallbackData, depth) == 20);
     const _: () = assert!(offset_of!(CallbackData, begin_ns) == 24);
     const _: () = assert!(offset_of!(CallbackData, end_ns) == 32);
-    const _: () = assert!(size_of::<Intercepting>() == 16);
 }

@@ -11,8 +11,9 @@ use std::sync::Arc;
 
 use super::open::open;
 use super::{lookup, open_contexts, Context};
+use super::{Group, Properties};
 use crate::capi::status::{guard, CResult, Error, Status};
-use crate::capi::types::{Feature, Group, Properties, ALL_GROUPS};
+use crate::capi::types::{Feature, ALL_GROUPS};
 
 /// Runs `f` on the open context behind `h`.
 fn with_context(h: *mut Context, f: impl FnOnce(&Arc<Context>) -> CResult) -> CResult {

@@ -14,6 +14,11 @@
 //! (an unknown pointer is an error, not a crash) and held by an `Arc` for
 //! the call, so a completion callback may close its context.
 //!
+//! Owns the header's types that name a context: the group a context hands
+//! out ([`Group`]), its completion callback ([`ContextCallback`]) and the
+//! properties it is opened with ([`Properties`]); the assertions at the
+//! bottom pin their layouts as [`super::types`] does for the rest.
+//!
 //! Must never hold the context's lock or a borrow of caller memory while a
 //! caller's callback runs, never write a feature's fields other than
 //! `data`, and never read or write the features after close.
@@ -29,9 +34,79 @@ use std::ops::Range;
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
 use super::status::{CResult, Error, Status};
-use super::types::{ContextCallback, Data, Feature, Group, ALL_GROUPS};
+use super::types::{target, Data, Feature, ALL_GROUPS};
 use crate::counting::{CountError, Counters, Reading};
 use crate::defs::Plan;
+
+/// `strobe_metrics_group_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Group {
+    /// Group index.
+    pub index: u32,
+    /// The group's features (owned by the context).
+    pub features: *mut *mut Feature,
+    /// How many.
+    pub feature_count: u32,
+    /// The context handle.
+    pub context: *mut Context,
+}
+
+impl Group {
+    /// An empty group (null pointers).
+    pub const EMPTY: Group = Group {
+        index: 0,
+        features: std::ptr::null_mut(),
+        feature_count: 0,
+        context: std::ptr::null_mut(),
+    };
+}
+
+/// `strobe_metrics_context_callback_t`.
+pub type ContextCallback = Option<unsafe extern "C" fn(group: *mut Group, arg: *mut c_void)>;
+
+/// `strobe_metrics_properties_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Properties {
+    /// Completion callback.
+    pub callback: ContextCallback,
+    /// Its argument.
+    pub callback_arg: *mut c_void,
+    /// The seed's HSA queue: must be null.
+    pub queue: *mut c_void,
+    /// Ignored.
+    pub queue_depth: u32,
+    /// A [`target`](super::types::target) value.
+    pub target: u32,
+    /// Thread or process id, 0 = the caller.
+    pub pid: i32,
+    /// [`flags`](super::types::flags).
+    pub flags: u32,
+    /// Most perf events per group; 0 = each PMU's own.
+    pub max_slots: u32,
+    /// Must be 0.
+    pub reserved0: u32,
+    /// Must be 0.
+    pub reserved: [u64; 4],
+}
+
+impl Default for Properties {
+    fn default() -> Self {
+        Properties {
+            callback: None,
+            callback_arg: std::ptr::null_mut(),
+            queue: std::ptr::null_mut(),
+            queue_depth: 0,
+            target: target::THREAD,
+            pid: 0,
+            flags: 0,
+            max_slots: 0,
+            reserved0: 0,
+            reserved: [0; 4],
+        }
+    }
+}
 
 /// A profiling context (`strobe_metrics_t`). C sees only its address,
 /// which is the handle looked up in the registry of open contexts.
@@ -301,3 +376,23 @@ pub use calls::{
     strobe_metrics_group_read, strobe_metrics_group_start, strobe_metrics_group_stop,
     strobe_metrics_open, strobe_metrics_read, strobe_metrics_start, strobe_metrics_stop,
 };
+
+// The layouts the header documents (64-bit Linux).
+#[cfg(target_pointer_width = "64")]
+mod layout {
+    use super::{Group, Properties};
+    use std::mem::{offset_of, size_of};
+
+    const _: () = assert!(size_of::<Group>() == 32);
+    const _: () = assert!(offset_of!(Group, features) == 8);
+    const _: () = assert!(offset_of!(Group, feature_count) == 16);
+    const _: () = assert!(offset_of!(Group, context) == 24);
+    const _: () = assert!(size_of::<Properties>() == 80);
+    const _: () = assert!(offset_of!(Properties, queue_depth) == 24);
+    const _: () = assert!(offset_of!(Properties, target) == 28);
+    const _: () = assert!(offset_of!(Properties, pid) == 32);
+    const _: () = assert!(offset_of!(Properties, flags) == 36);
+    const _: () = assert!(offset_of!(Properties, max_slots) == 40);
+    const _: () = assert!(offset_of!(Properties, reserved0) == 44);
+    const _: () = assert!(offset_of!(Properties, reserved) == 48);
+}

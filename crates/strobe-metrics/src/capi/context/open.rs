@@ -12,10 +12,11 @@
 use std::ffi::CStr;
 use std::sync::{Arc, Mutex};
 
+use super::Properties;
 use super::{open_contexts, Context, GroupState, Role, State};
 use crate::capi::info::definitions;
 use crate::capi::status::{CResult, Error, Status};
-use crate::capi::types::{feature_kind, flags, mode, target, Data, Feature, Properties};
+use crate::capi::types::{feature_kind, flags, mode, target, Data, Feature};
 use crate::catalog::{self, CounterSpec, Source};
 use crate::counting::{CountError, Counters, OpenOptions, Reading, Target};
 use crate::defs::{Definition, DefsError, MetricSet, Plan};

@@ -2,9 +2,10 @@
 //! process, derived metrics, groups in turn and the errors that name the
 //! problem. They must never depend on hardware counters being present.
 
+use super::Properties;
 use super::*;
 use crate::capi::status::last_error;
-use crate::capi::types::{data_kind, feature_kind, flags, mode, target, Properties};
+use crate::capi::types::{data_kind, feature_kind, flags, mode, target};
 use std::ffi::{CStr, CString};
 
 fn features(names: &[&CStr]) -> Vec<Feature> {
