@@ -8,7 +8,7 @@
 //! the kernel multiplexes a group it cannot schedule, which the
 //! enabled/running times show.
 
-use super::{sysfs, Roots};
+use super::sysfs::{self, Roots};
 use std::fs;
 
 /// PMUs whose events live in the kernel's software context: they take no
@@ -22,6 +22,12 @@ pub(crate) fn is_core_pmu(pmu: &str) -> bool {
         || pmu.starts_with("armv8")
         || pmu.starts_with("armv7")
         || pmu.starts_with("arm_cortex")
+}
+
+/// The core PMU among those `roots` lists, if there is one (where perf's
+/// hardware events go).
+pub(crate) fn core_pmu_in(roots: &Roots) -> Option<String> {
+    sysfs::pmus(roots).into_iter().find(|p| is_core_pmu(p))
 }
 
 /// Parses `STROBE_PMU_SLOTS`: a number for every PMU, or `pmu=n` pairs

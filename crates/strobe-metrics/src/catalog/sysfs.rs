@@ -9,9 +9,38 @@
 //! file; every path is taken from [`Roots`] so tests can point it at a
 //! fake tree.
 
-use super::Roots;
 use std::fs;
 use std::path::{Path, PathBuf};
+
+/// Where the catalog looks: the PMU directory and the tracefs mount
+/// points, in order. [`Roots::system`] is the real system; tests point
+/// them at a temporary tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Roots {
+    /// `/sys/bus/event_source/devices`.
+    pub event_source: PathBuf,
+    /// `/sys/kernel/tracing`, then `/sys/kernel/debug/tracing`.
+    pub tracefs: Vec<PathBuf>,
+}
+
+impl Roots {
+    /// The running system's directories.
+    pub fn system() -> Roots {
+        Roots {
+            event_source: PathBuf::from("/sys/bus/event_source/devices"),
+            tracefs: vec![
+                PathBuf::from("/sys/kernel/tracing"),
+                PathBuf::from("/sys/kernel/debug/tracing"),
+            ],
+        }
+    }
+}
+
+impl Default for Roots {
+    fn default() -> Self {
+        Roots::system()
+    }
+}
 
 /// Which `perf_event_attr` word a format field writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,7 +7,9 @@
 //! probe open used by the catalog, and the errno explanations. Never
 //! reads or enables a counter and never keeps one open on its own.
 
-use crate::catalog::{core_pmu, CounterKind, PerfEvent};
+use crate::catalog::counter::{CounterKind, PerfEvent};
+use crate::catalog::slots::{core_pmu_in, is_core_pmu};
+use crate::catalog::sysfs::Roots;
 use perf_event::events::Software;
 use perf_event::Builder;
 use std::io;
@@ -82,10 +84,10 @@ pub(crate) fn strerror(err: &io::Error) -> String {
 pub(crate) fn explain(kind: CounterKind, ev: &PerfEvent, err: &io::Error) -> String {
     let sys = format!("perf_event_open: {}", strerror(err));
     let hardware = matches!(kind, CounterKind::Hardware | CounterKind::HardwareCache)
-        || (kind == CounterKind::Raw && crate::catalog::is_core_pmu(&ev.pmu));
+        || (kind == CounterKind::Raw && is_core_pmu(&ev.pmu));
     match err.raw_os_error() {
         Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) => {
-            if hardware && core_pmu().is_none() {
+            if hardware && core_pmu_in(&Roots::system()).is_none() {
                 format!("no hardware PMU on this machine ({sys}); VMs often have none")
             } else if hardware {
                 format!("not supported by this CPU's PMU ({sys})")

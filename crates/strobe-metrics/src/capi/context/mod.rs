@@ -77,7 +77,7 @@ pub struct Properties {
     pub queue: *mut c_void,
     /// Ignored.
     pub queue_depth: u32,
-    /// A [`target`](super::types::target) value.
+    /// A [`target`] value.
     pub target: u32,
     /// Thread or process id, 0 = the caller.
     pub pid: i32,
