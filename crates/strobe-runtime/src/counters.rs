@@ -25,7 +25,6 @@
 //! thread's next sample). Nothing in this module runs, and no descriptor
 //! is opened, when no counter was requested.
 
-use crate::state::Runtime;
 use std::cell::UnsafeCell;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{compiler_fence, AtomicBool, AtomicPtr, AtomicU64, Ordering};
@@ -403,23 +402,16 @@ impl ProcessCounters {
         }
     }
 
-    /// Writes the notes not yet written into `slot`'s ring.
-    fn flush_notes(&self, rt: &Runtime, slot: u32) {
+    /// Hands the notes not yet written to `write_note`.
+    fn flush_notes(&self, write_note: &mut impl FnMut(&[u8])) {
         let notes: Vec<String> =
             std::mem::take(&mut *self.pending_notes.lock().unwrap_or_else(|e| e.into_inner()));
         for n in notes {
-            crate::events::emit(
-                rt,
-                slot,
-                strobe_wire::record::event::NOTE,
-                0,
-                strobe_core::clock::now_ns(),
-                n.as_bytes(),
-            );
+            write_note(n.as_bytes());
         }
     }
 
-    fn opened_or_noted(&self, rt: &Runtime, slot: u32, target: Target) {
+    fn opened_or_noted(&self, slot: u32, target: Target, mut write_note: impl FnMut(&[u8])) {
         match self.open(target) {
             Ok(Some(tc)) => self.publish(slot, tc),
             Ok(None) => {}
@@ -432,7 +424,50 @@ impl ProcessCounters {
                 }
             }
         }
-        self.flush_notes(rt, slot);
+        self.flush_notes(&mut write_note);
+    }
+
+    /// Opens the calling thread's counters (at its start) and publishes
+    /// them for `slot`; the notes not yet written (for the collector) go
+    /// to `write_note`, which writes them into `slot`'s ring.
+    pub fn open_for_current_thread(&self, slot: u32, write_note: impl FnMut(&[u8])) {
+        self.opened_or_noted(slot, Target::Thread(0), write_note);
+    }
+
+    /// Opens the counters of thread `tid` of this process (one that
+    /// existed before the runtime started), for `slot`; notes as
+    /// [`ProcessCounters::open_for_current_thread`].
+    pub fn open_for_thread(&self, slot: u32, tid: i32, write_note: impl FnMut(&[u8])) {
+        self.opened_or_noted(slot, Target::Thread(tid), write_note);
+    }
+
+    /// The calling thread ends: its counters (published for `slot`) are
+    /// closed.
+    pub fn close_for_current_thread(&self, slot: u32) {
+        let Some(entry) = self.by_slot.get(slot as usize) else {
+            return;
+        };
+        let p = entry.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        if !p.is_null() {
+            // SAFETY: from Box::into_raw; out of the table, so no new handler
+            // finds it, and a handler that did runs on this thread and has
+            // returned.
+            unsafe { Box::from_raw(p).close() };
+        }
+    }
+
+    /// In a forked child, on the parent's counters: closes the
+    /// descriptors it inherited (the child's own are opened by its
+    /// runtime).
+    pub fn close_inherited(&self) {
+        for entry in self.by_slot.iter() {
+            let p = entry.swap(std::ptr::null_mut(), Ordering::AcqRel);
+            // SAFETY: published counters are never freed while in the table;
+            // in the child no other thread exists to free them.
+            if let Some(tc) = unsafe { p.as_ref() } {
+                tc.close_descriptors();
+            }
+        }
     }
 }
 
@@ -465,62 +500,16 @@ fn new_perf_descriptors(before: &[i32]) -> Vec<(i32, u64)> {
         .collect()
 }
 
-/// Opens the calling thread's counters (at its start), publishes them
-/// for `slot` and writes pending notes into its ring.
-pub fn open_for_current_thread(rt: &Runtime, slot: u32) {
-    if let Some(pc) = &rt.counters {
-        pc.opened_or_noted(rt, slot, Target::Thread(0));
-    }
-}
-
-/// Opens the counters of thread `tid` of this process (one that existed
-/// before the runtime started), for `slot`.
-pub fn open_for_thread(rt: &Runtime, slot: u32, tid: i32) {
-    if let Some(pc) = &rt.counters {
-        pc.opened_or_noted(rt, slot, Target::Thread(tid));
-    }
-}
-
-/// The calling thread ends: its counters (published for `slot`) are
-/// closed.
-pub fn close_for_current_thread(rt: &Runtime, slot: u32) {
-    let Some(pc) = &rt.counters else {
-        return;
-    };
-    let Some(entry) = pc.by_slot.get(slot as usize) else {
-        return;
-    };
-    let p = entry.swap(std::ptr::null_mut(), Ordering::AcqRel);
-    if !p.is_null() {
-        // SAFETY: from Box::into_raw; out of the table, so no new handler
-        // finds it, and a handler that did runs on this thread and has
-        // returned.
-        unsafe { Box::from_raw(p).close() };
-    }
-}
-
-/// In a forked child: closes the descriptors of the parent's counters it
-/// inherited (the child's own are opened by its runtime).
-pub fn close_inherited(parent: &Runtime) {
-    let Some(pc) = &parent.counters else {
-        return;
-    };
-    for entry in pc.by_slot.iter() {
-        let p = entry.swap(std::ptr::null_mut(), Ordering::AcqRel);
-        // SAFETY: published counters are never freed while in the table;
-        // in the child no other thread exists to free them.
-        if let Some(tc) = unsafe { p.as_ref() } {
-            tc.close_descriptors();
-        }
-    }
-}
-
 /// Runs `emit` with the bytes a region record carries: the calling
-/// thread's counter readings, when the process counts. One branch when
-/// it does not.
+/// thread's counter readings, when the process counts (`counters`, the
+/// runtime's). One branch when it does not.
 #[inline]
-pub fn with_region_readings<R>(rt: &Runtime, slot: u32, emit: impl FnOnce(&[u8]) -> R) -> R {
-    match rt.counters.as_ref() {
+pub fn with_region_readings<R>(
+    counters: Option<&ProcessCounters>,
+    slot: u32,
+    emit: impl FnOnce(&[u8]) -> R,
+) -> R {
+    match counters {
         None => emit(&[]),
         Some(pc) => region_readings(pc, slot, emit),
     }
@@ -556,16 +545,14 @@ fn region_readings<R>(pc: &ProcessCounters, slot: u32, emit: impl FnOnce(&[u8]) 
     emit(bytes)
 }
 
-/// The counter hook of every sample: the change of each counter since the
-/// thread's previous sample, into `out` (configured order), missing where
-/// unknown. **Runs inside the sampling signal handler** on the sampled
-/// thread: no allocation, no lock, no formatting.
-pub fn sample_values(slot: u32, out: &mut [u64]) {
+/// The counter values of every sample: the change of each counter of
+/// `counters` (the current runtime's) since the thread's previous sample,
+/// into `out` (configured order), missing where unknown. **Runs inside
+/// the sampling signal handler** on the sampled thread (through
+/// `state`'s hook): no allocation, no lock, no formatting.
+pub fn sample_values(counters: Option<&ProcessCounters>, slot: u32, out: &mut [u64]) {
     out.fill(COUNTER_MISSING);
-    let Some(rt) = crate::state::current() else {
-        return;
-    };
-    let Some(pc) = rt.counters.as_ref() else {
+    let Some(pc) = counters else {
         return;
     };
     let Some(tc) = pc.thread(slot) else {

@@ -20,7 +20,7 @@ static REAL_DLCLOSE: RealFn = RealFn::new(c"dlclose");
 
 /// Writes every module of the unwinder's history not yet announced.
 pub fn announce_modules(rt: &Runtime) {
-    let Some(slot) = crate::threads::slot_of_current_thread(rt) else {
+    let Some(slot) = crate::thread_slot::slot_of_current_thread(rt) else {
         return;
     };
     let seen = strobe_sampler::snapshot::modules_seen();

@@ -1,7 +1,9 @@
 //! Writing the calling thread's events (thread life, regions, markers,
 //! strings, tracing notifications, modules) into its event ring.
 //!
-//! Owns the calling thread's slot, the process's string ids, and the
+//! Owns the calling thread's slot, the definition of a name in the
+//! thread's ring the first time the thread uses it (with a cache of the
+//! thread's recent names; the ids are the runtime's `strings`), and the
 //! policy when a ring is full: lossless (the thread waits for the
 //! collector, bounded by `wait_ns`, and every wait and drop is counted in
 //! the segment) or discard. A thread writing an event that is interrupted
@@ -9,10 +11,9 @@
 //! rather than corrupt the ring. Never runs in strobe's sampling handler.
 
 use crate::state::Runtime;
+use crate::strings::intern;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::Mutex;
 use strobe_core::clock::now_ns;
 use strobe_wire::record::{event, event_flags, EventHead};
 
@@ -41,12 +42,6 @@ impl NameCache {
         }
     }
 }
-
-/// Interned names of one runtime: text → id (ids start at 1). Each
-/// runtime (a forked child gets a new one) has its own table, so a lock
-/// held by a thread of the parent at `fork` is never taken in the child.
-#[derive(Default)]
-pub struct Strings(Mutex<HashMap<&'static [u8], u32>>);
 
 /// The calling thread's slot in `rt`'s segment, if it has one.
 pub fn my_slot(rt: &Runtime) -> Option<u32> {
@@ -206,18 +201,6 @@ pub unsafe fn name_id(rt: &Runtime, slot: u32, name: *const libc::c_char) -> u32
         cache.borrow_mut().entries[index] = (key, text, id, rt.generation);
     });
     id
-}
-
-/// The process-wide id of `bytes` and its interned copy.
-fn intern(strings: &Strings, bytes: &[u8]) -> (u32, &'static [u8]) {
-    let mut table = strings.0.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((text, id)) = table.get_key_value(bytes) {
-        return (*id, text);
-    }
-    let text: &'static [u8] = Box::leak(bytes.to_vec().into_boxed_slice());
-    let id = table.len() as u32 + 1;
-    table.insert(text, id);
-    (id, text)
 }
 
 #[cfg(test)]
@@ -398,19 +381,6 @@ mod tests {
         assert_eq!(h.event_waits.load(Ordering::Relaxed), 1);
         assert_eq!(h.events_dropped.load(Ordering::Relaxed), 1);
         assert_eq!(rt.segment.slot(slot).event_busy.load(Ordering::Relaxed), 0);
-    }
-
-    #[test]
-    fn interned_names_get_one_id_each_from_one() {
-        let strings = Strings::default();
-        let (a, text_a) = intern(&strings, b"alpha");
-        let (b, _) = intern(&strings, b"beta");
-        let (a_again, text_again) = intern(&strings, b"alpha");
-        assert_eq!((a, b, a_again), (1, 2, 1));
-        assert_eq!(text_a, b"alpha");
-        assert!(std::ptr::eq(text_a, text_again), "one copy per name");
-        let (empty, _) = intern(&strings, b"");
-        assert_eq!(empty, 3);
     }
 
     /// The STRING records in `slot`'s ring: (id, text).

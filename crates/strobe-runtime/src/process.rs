@@ -77,7 +77,7 @@ impl Errno {
 fn note_child(rt: &crate::state::Runtime, pid: libc::pid_t, reason: u32, target: &[u8]) {
     // A thread without a slot yet (adopted, or started by a raw clone)
     // gets one: an announcement must not be lost.
-    if let Some(slot) = crate::threads::slot_of_current_thread(rt) {
+    if let Some(slot) = crate::thread_slot::slot_of_current_thread(rt) {
         emit_child(rt, slot, pid, reason, target);
     }
 }
@@ -108,7 +108,9 @@ fn reason_for(target: &[u8], envp: Argv) -> u32 {
 
 fn after_fork_in_child(parent: &'static crate::state::Runtime) {
     // The parent's counter descriptors count the parent's threads.
-    crate::counters::close_inherited(parent);
+    if let Some(counters) = &parent.counters {
+        counters.close_inherited();
+    }
     strobe_core::thread::refresh_after_fork();
     crate::tools::after_fork_in_child();
     strobe_sampler::snapshot::reset_after_fork();
@@ -128,7 +130,7 @@ fn after_fork_in_child(parent: &'static crate::state::Runtime) {
                 *signal = chosen.load(std::sync::atomic::Ordering::Acquire);
             }
         }
-        crate::start::start_child(config, spare);
+        crate::stage2::start_child(config, spare);
     }
 }
 

@@ -1,18 +1,19 @@
-//! Start-up in two stages, and start-up of a forked child.
+//! Start-up in two stages; this is stage 1, and the segments of a process
+//! and of a forked child.
 //!
 //! * Stage 1 runs as this library's constructor (`.init_array`), before the
 //!   program's `main`: it decodes the launcher's configuration, creates the
 //!   process's segment and hands it to the collector. It starts no thread
 //!   and every descriptor it opens is closed before it returns.
-//! * Stage 2 runs from the `__libc_start_main` wrapper, just before the
-//!   program's `main`: the sampler, the main thread, threads other
-//!   libraries started, and the tracing subscriber.
+//! * Stage 2 (`stage2`) runs from the `__libc_start_main` wrapper, just
+//!   before the program's `main`: the sampler, the main thread, threads
+//!   other libraries started, and the tracing subscriber.
 //!
-//! Owns the ordering of start-up. Never runs in a signal handler.
+//! Owns what stage 1 decides (whether and how this process is profiled,
+//! read by stage 2 and by the tracing subscriber), creating and describing
+//! segments, and saying why a process is not profiled. Never runs in a
+//! signal handler.
 
-use crate::interpose::{real, RealFn};
-use crate::state::Runtime;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use strobe_core::clock::{now_ns, tsc_pair};
 use strobe_wire::config::{RuntimeConfig, COLLECTOR_ENV, CONFIG_ENV};
@@ -211,76 +212,13 @@ fn describe_process(config: &RuntimeConfig, args: &[Vec<u8>]) -> Vec<u8> {
     w.finish()
 }
 
-type MainFn =
-    extern "C" fn(libc::c_int, *mut *mut libc::c_char, *mut *mut libc::c_char) -> libc::c_int;
-
-static REAL_LIBC_START_MAIN: RealFn = RealFn::new(c"__libc_start_main");
-static PROGRAM_MAIN: AtomicUsize = AtomicUsize::new(0);
-
-/// Interposes glibc's `__libc_start_main` to run stage 2 before `main`.
-///
-/// # Safety
-/// Called by the program's `_start` with glibc's arguments.
-#[no_mangle]
-pub unsafe extern "C" fn __libc_start_main(
-    main: MainFn,
-    argc: libc::c_int,
-    argv: *mut *mut libc::c_char,
-    init: usize,
-    fini: usize,
-    rtld_fini: usize,
-    stack_end: *mut libc::c_void,
-) -> libc::c_int {
-    PROGRAM_MAIN.store(main as usize, Ordering::SeqCst);
-    let real_start = real!(
-        REAL_LIBC_START_MAIN
-            as fn(
-                MainFn,
-                libc::c_int,
-                *mut *mut libc::c_char,
-                usize,
-                usize,
-                usize,
-                *mut libc::c_void,
-            ) -> libc::c_int
-    );
-    // SAFETY: forwarding glibc's arguments with our main in place of the program's.
-    unsafe { real_start(strobe_main, argc, argv, init, fini, rtld_fini, stack_end) }
-}
-
-extern "C" fn strobe_main(
-    argc: libc::c_int,
-    argv: *mut *mut libc::c_char,
-    envp: *mut *mut libc::c_char,
-) -> libc::c_int {
-    let _ = std::panic::catch_unwind(stage2);
-    // SAFETY: PROGRAM_MAIN holds the program's main, stored just before.
-    let main: MainFn =
-        unsafe { std::mem::transmute::<usize, MainFn>(PROGRAM_MAIN.load(Ordering::SeqCst)) };
-    main(argc, argv, envp)
-}
-
-/// Stage 2: start collecting.
-fn stage2() {
-    let Some(Some(prepared)) = PREPARED.get() else {
-        return;
-    };
-    let older = crate::threads::other_threads();
-    let rt = crate::state::publish(prepared.config.clone(), prepared.segment);
-    begin(rt, &older);
-    crate::tools::load();
-}
-
-/// What every new runtime does once published: the calling thread, the
-/// threads that already exist, tracing, tool plugins.
-pub fn begin(rt: &'static Runtime, older_threads: &[i32]) {
-    crate::causal::begin(rt);
-    crate::dl::announce_modules(rt);
-    crate::threads::on_thread_start(rt, None);
-    crate::threads::adopt_threads(rt, older_threads);
-    if rt.config.tracing {
-        crate::tracing::attach();
-        crate::xpti_subscriber::announce(rt);
+/// What stage 1 prepared for stage 2: the configuration and the segment
+/// handed to the collector. `None` before stage 1 ran, or when this
+/// process is not profiled.
+pub fn prepared() -> Option<(&'static RuntimeConfig, &'static Segment)> {
+    match PREPARED.get() {
+        Some(Some(prepared)) => Some((&prepared.config, prepared.segment)),
+        _ => None,
     }
 }
 
@@ -298,34 +236,19 @@ pub fn collects_tracing() -> bool {
     }
 }
 
-/// In a forked child that follows: a new segment, a new runtime (reusing
-/// the parent's samplers), this thread registered. With the runtime's own
-/// sampler on, the segment stays private until the child records
-/// something (`dormant`): its first sample wakes it. Without (kernel
-/// sampling, or none), it is handed over at once, as the kernel's samples
-/// of the child need the collector to know it.
-pub fn start_child(config: RuntimeConfig, spare: Option<strobe_sampler::Spare>) {
+/// A forked child's segment, describing it as its image was described:
+/// with the runtime's own sampler (`own_sampler`), in private memory, with
+/// the collector's address to hand it to later; without, shared and
+/// handed over at once. `None` (and a message) when that fails.
+pub fn create_child_segment(
+    config: &RuntimeConfig,
+    own_sampler: bool,
+) -> Option<(&'static Segment, Option<crate::connect::Address>)> {
     let args: &[Vec<u8>] = ARGUMENTS.get().map_or(&[], Vec::as_slice);
-    let own_sampler = config.cputime_hz > 0.0 || config.realtime_hz > 0.0;
-    let (segment, collector) = if own_sampler {
-        match create_private_segment(&config, args) {
-            Some((segment, collector)) => (segment, Some(collector)),
-            None => return,
-        }
+    if own_sampler {
+        create_private_segment(config, args).map(|(segment, collector)| (segment, Some(collector)))
     } else {
-        match create_segment(&config, args) {
-            Some(segment) => (segment, None),
-            None => return,
-        }
-    };
-    let rt = crate::state::publish(config, segment);
-    if let (Some(sampler), Some(spare)) = (&rt.sampler, spare) {
-        sampler.adopt(spare);
-    }
-    strobe_sampler::set_before_sample(Some(crate::dormant::wake));
-    begin(rt, &[]);
-    if let Some(collector) = collector {
-        crate::dormant::enter(segment, collector);
+        create_segment(config, args).map(|segment| (segment, None))
     }
 }
 
@@ -368,6 +291,7 @@ fn describe(segment: &Segment, config: &RuntimeConfig, args: &[Vec<u8>]) {
 mod tests {
     use super::*;
     use crate::state::testing::SMALL;
+    use std::sync::atomic::Ordering;
     use strobe_wire::record::info_entries;
 
     #[test]

@@ -6,9 +6,11 @@
 //! segment of its own, and abandons the parent's (its threads do not exist
 //! in the child, so its locks are never touched). Runtimes are leaked,
 //! never freed. Never used from a signal handler except through
-//! [`current`], which is a single atomic load.
+//! [`current`], which is a single atomic load (the sampler's counter hook,
+//! `sample_counters`, is that load and the counters' own handler code).
 
-use crate::events::Strings;
+use crate::counters::ProcessCounters;
+use crate::strings::Strings;
 use std::ops::Range;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
@@ -42,7 +44,7 @@ pub struct Runtime {
     pub pid: i32,
     /// The per-thread counters (`sampling_events`); `None` when none was
     /// requested.
-    pub counters: Option<crate::counters::ProcessCounters>,
+    pub counters: Option<ProcessCounters>,
 }
 
 static CURRENT: AtomicPtr<Runtime> = AtomicPtr::new(ptr::null_mut());
@@ -62,6 +64,14 @@ pub fn current() -> Option<&'static Runtime> {
 pub fn owned() -> Option<&'static Runtime> {
     // SAFETY: getpid has no preconditions.
     current().filter(|rt| rt.pid == unsafe { libc::getpid() })
+}
+
+/// The sampler's counter hook: the current runtime's counter values for
+/// a sample of `slot`'s thread. **Runs inside the sampling signal
+/// handler**: one atomic load here, then [`crate::counters::sample_values`]
+/// (no allocation, no lock, no formatting).
+fn sample_counters(slot: u32, out: &mut [u64]) {
+    crate::counters::sample_values(current().and_then(|rt| rt.counters.as_ref()), slot, out);
 }
 
 /// This library's executable range (looked up once: a forked child has it
@@ -115,12 +125,10 @@ fn sampler_config(config: &RuntimeConfig) -> Result<SamplerConfig, String> {
 
 /// Builds and publishes the runtime for this process around `segment`.
 pub fn publish(config: RuntimeConfig, segment: &'static Segment) -> &'static Runtime {
-    let counters = crate::counters::ProcessCounters::new(&config.counters, config.layout.slots);
+    let counters = ProcessCounters::new(&config.counters, config.layout.slots);
     // Before any thread registers: every sample carries the values.
     match &counters {
-        Some(c) => {
-            strobe_sampler::set_sample_counters(c.len(), Some(crate::counters::sample_values))
-        }
+        Some(c) => strobe_sampler::set_sample_counters(c.len(), Some(sample_counters)),
         None => strobe_sampler::set_sample_counters(0, None),
     }
     let sampler = if config.cputime_hz > 0.0 || config.realtime_hz > 0.0 {

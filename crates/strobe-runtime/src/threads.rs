@@ -9,9 +9,10 @@
 //! its start and its end records (the main thread has no end record).
 //! Never runs in a signal handler.
 
-use crate::events::{emit, my_slot, set_my_slot};
+use crate::events::{emit, my_slot};
 use crate::interpose::{real, RealFn};
 use crate::state::{current, Runtime};
+use crate::thread_slot::{slot_of_current_thread, thread_name};
 use std::sync::atomic::{AtomicU32, Ordering};
 use strobe_core::clock::now_ns;
 use strobe_core::thread::{gettid, register_current, ThreadRole};
@@ -130,29 +131,6 @@ pub fn on_thread_start(rt: &Runtime, start_routine: Option<u64>) {
     }
 }
 
-/// The calling thread's slot, claiming one (and starting its sampling) if
-/// it has none: threads made without `pthread_create` are adopted on their
-/// first event. `None` when every slot is taken.
-pub fn slot_of_current_thread(rt: &Runtime) -> Option<u32> {
-    my_slot(rt).or_else(|| claim_for_current_thread(rt))
-}
-
-fn claim_for_current_thread(rt: &Runtime) -> Option<u32> {
-    let tid = gettid();
-    let slot = rt.segment.claim_slot(tid)?;
-    set_my_slot(rt, slot);
-    emit(rt, slot, event::THREAD_START, 0, now_ns(), &thread_name());
-    crate::sigwrap::note_current_mask(rt, slot);
-    // Before the timers: the first sample finds them.
-    crate::counters::open_for_current_thread(rt, slot);
-    if let Some(sampler) = &rt.sampler {
-        if let Err(e) = sampler.register_current_thread(slot) {
-            crate::log::log_at!(1, "thread {tid} is not sampled: {e}");
-        }
-    }
-    Some(slot)
-}
-
 /// Unregisters the calling thread: its timers are deleted, its end and
 /// name recorded, and its slot handed back for the collector to drain.
 pub fn on_thread_exit(rt: &Runtime) {
@@ -164,7 +142,9 @@ pub fn on_thread_exit(rt: &Runtime) {
     if let Some(sampler) = &rt.sampler {
         sampler.unregister_current_thread();
     }
-    crate::counters::close_for_current_thread(rt, slot);
+    if let Some(counters) = &rt.counters {
+        counters.close_for_current_thread(slot);
+    }
     let mut bytes = strobe_core::clock::Clock::ThreadCpu
         .read_ns()
         .to_le_bytes()
@@ -173,23 +153,6 @@ pub fn on_thread_exit(rt: &Runtime) {
     emit(rt, slot, event::THREAD_END, 0, now_ns(), &bytes);
     crate::events::clear_my_slot();
     rt.segment.end_slot(slot);
-}
-
-/// The kernel's name of the calling thread.
-pub fn thread_name() -> Vec<u8> {
-    let mut buf = [0u8; 16];
-    // SAFETY: a 16-byte buffer, as the kernel's names are.
-    let rc = unsafe {
-        libc::pthread_getname_np(
-            libc::pthread_self(),
-            buf.as_mut_ptr() as *mut libc::c_char,
-            16,
-        )
-    };
-    if rc != 0 {
-        return Vec::new();
-    }
-    buf.iter().copied().take_while(|&b| b != 0).collect()
 }
 
 /// The kernel's name of thread `tid` of this process (empty when it
@@ -224,7 +187,11 @@ pub fn adopt_threads(rt: &Runtime, tids: &[i32]) {
         };
         // This thread is the slot's only writer until the thread ends.
         emit(rt, slot, event::THREAD_START, 0, now_ns(), &name_of(tid));
-        crate::counters::open_for_thread(rt, slot, tid);
+        if let Some(counters) = &rt.counters {
+            counters.open_for_thread(slot, tid, |note| {
+                emit(rt, slot, event::NOTE, 0, now_ns(), note)
+            });
+        }
         if let Some(sampler) = &rt.sampler {
             let _ = sampler.register_thread(tid, slot);
         }

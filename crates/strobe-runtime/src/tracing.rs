@@ -11,7 +11,7 @@
 
 use crate::events::{emit, emit_now2};
 use crate::state::{current, Runtime};
-use crate::threads::slot_of_current_thread;
+use crate::thread_slot::slot_of_current_thread;
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::ffi::{c_char, c_void, CStr};
@@ -185,7 +185,7 @@ fn record_in_ring<'n>(
         reserved: 0,
     };
     if rt.counters.is_some() && pairs(body.trace_type) {
-        crate::counters::with_region_readings(rt, slot, |readings| {
+        crate::counters::with_region_readings(rt.counters.as_ref(), slot, |readings| {
             emit_now2(rt, slot, event::XPTI, name, as_bytes(&body), readings)
         });
     } else {

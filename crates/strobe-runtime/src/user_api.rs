@@ -11,7 +11,7 @@ use crate::counters::with_region_readings;
 use crate::events::{emit, emit_now, name_id};
 use crate::metrics_abi;
 use crate::state::{current, Runtime};
-use crate::threads::slot_of_current_thread;
+use crate::thread_slot::slot_of_current_thread;
 use std::ffi::{c_char, CStr};
 use std::sync::atomic::Ordering;
 use strobe_core::clock::now_ns;
@@ -98,7 +98,7 @@ extern "C" fn push_region(name: *const c_char) {
             // SAFETY: the API takes NUL-terminated strings; null was refused.
             let id = unsafe { name_id(rt, slot, name) };
             // The counters are read last, just before the region's code.
-            with_region_readings(rt, slot, |bytes| {
+            with_region_readings(rt.counters.as_ref(), slot, |bytes| {
                 emit_now(rt, slot, event::REGION_BEGIN, id, bytes)
             });
         }
@@ -115,7 +115,7 @@ extern "C" fn pop_region() {
         // Regions opened before a pause still end.
         let rt = current().filter(|rt| rt.config.tracing);
         if let Some((rt, slot)) = rt.and_then(|rt| Some((rt, slot_of_current_thread(rt)?))) {
-            with_region_readings(rt, slot, |bytes| {
+            with_region_readings(rt.counters.as_ref(), slot, |bytes| {
                 emit_now(rt, slot, event::REGION_END, 0, bytes)
             });
         }

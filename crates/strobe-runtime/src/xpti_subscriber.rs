@@ -22,7 +22,7 @@
 
 use crate::events::emit;
 use crate::state::{current, Runtime};
-use crate::threads::slot_of_current_thread;
+use crate::thread_slot::slot_of_current_thread;
 use crate::tracing::{record, Notice};
 use std::borrow::Cow;
 use std::ffi::{c_char, c_void, CStr, CString};

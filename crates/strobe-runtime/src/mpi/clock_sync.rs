@@ -183,7 +183,7 @@ fn compare_on(comm: Handle, phase: u32) {
         }
     }
     if let Some(rt) = current() {
-        if let Some(slot) = crate::threads::slot_of_current_thread(rt) {
+        if let Some(slot) = crate::thread_slot::slot_of_current_thread(rt) {
             emit(rt, slot, event::MPI_CLOCK, 0, now_ns(), as_bytes(&mine));
         }
     }

@@ -410,7 +410,7 @@ impl Call {
         if !rt.config.tracing || rt.paused.load(Ordering::Relaxed) {
             return None;
         }
-        let slot = crate::threads::slot_of_current_thread(rt)?;
+        let slot = crate::thread_slot::slot_of_current_thread(rt)?;
         DEPTH.with(|d| d.set(1));
         let tsc = rt.config.tsc;
         Some(Call {
