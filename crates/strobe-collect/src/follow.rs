@@ -7,8 +7,9 @@
 //! polling (every 5 ms, every 100 µs for 20 ms after a burst) and the end of
 //! the run. Never writes a database: it sends copies to the writer thread.
 
+use crate::batch::Batch;
 use crate::spool::Spool;
-use crate::tap::{Batch, Found, Tap, WithoutRuntime};
+use crate::tap::{Found, Tap, WithoutRuntime};
 use crate::writer::{write, ToWriter};
 use crate::{ancestry, listen, lock, KernelEvents, Shared, QUEUE_LIMIT, SPILL_ABOVE, SPOOL_LIMIT};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -245,7 +246,7 @@ impl<'a> Taps<'a> {
         let weight = batch.weight();
         if self.shared.queued.load(Ordering::SeqCst) + weight > SPILL_ABOVE {
             if let Some(spool) = self.spool() {
-                match spool.spill(&mut batch) {
+                match batch.spill(spool) {
                     Ok(bytes) => {
                         self.shared
                             .spooled
@@ -976,7 +977,7 @@ mod tests {
             let start = b.bytes.len();
             b.bytes.extend_from_slice(&[k as u8; 16]);
             b.records
-                .push((crate::tap::Source::Events, 7, start..b.bytes.len()));
+                .push((crate::source::Source::Events, 7, start..b.bytes.len()));
         }
         b
     }
@@ -1025,12 +1026,12 @@ mod tests {
         let mut got = sent(&from);
         assert!(got.records.is_empty() && got.bytes.is_empty());
         assert_eq!(got.notes, ["stays in memory"]);
-        let spilled = got.spilled.take().expect("on disk");
+        let spilled = got.spilled.as_ref().expect("on disk");
         // What the writer takes off the counts when it reads the batch
         // back is what the collector added.
         assert_eq!(shared.spooled.load(Ordering::SeqCst), spilled.len() as u64);
         assert_eq!(shared.queued.load(Ordering::SeqCst), SPILL_ABOVE - 10);
-        spilled.restore(&mut got).unwrap();
+        got.unspill().unwrap();
         assert_eq!(got.bytes, original.bytes);
         assert_eq!(got.records, original.records);
         // The spool file is unnamed: nothing left in the run directory.

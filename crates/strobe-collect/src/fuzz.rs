@@ -9,9 +9,10 @@
 //! and making a corpus of real segments from real programs
 //! ([`capture_segments`]). Never used by a run.
 
+use crate::batch::Batch;
 use crate::listen::Listener;
 use crate::process::Process;
-use crate::tap::{Batch, Found, Tap};
+use crate::tap::{Found, Tap};
 use crate::{Options, RunDir, Timing};
 use std::ffi::OsString;
 use std::io::{self, Read};

@@ -11,10 +11,11 @@
 //! mode the samples of a process that has the runtime are left out, but
 //! for the threads the collector handed to the kernel.
 
+use crate::batch::Batch;
 use crate::kernel::records::{decode, time_of, Record};
 use crate::kernel::unwind::ProcessUnwinder;
 use crate::process::Process;
-use crate::tap::{Batch, Source};
+use crate::source::Source;
 use crate::Options;
 use std::collections::HashMap;
 use strobe_db::SampleKind;

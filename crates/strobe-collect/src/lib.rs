@@ -25,7 +25,9 @@
 //! profiled program.
 
 mod ancestry;
+mod batch;
 pub mod causal;
+mod described;
 mod follow;
 pub mod fuzz;
 mod kernel;
@@ -35,6 +37,7 @@ mod mpi;
 mod process;
 mod procstat;
 mod profile;
+mod source;
 mod spool;
 mod tap;
 mod trace_types;

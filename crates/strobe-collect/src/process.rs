@@ -2,7 +2,7 @@
 //! records said so far, and its database once it recorded something.
 //!
 //! Owns decoding the records the collector thread copied out of the rings
-//! ([`crate::tap::Batch`]) into the database, the samples' weights (timer
+//! ([`Batch`]) into the database, the samples' weights (timer
 //! expirations spread over a thread's samples, see [`TimerWeights`]), the
 //! kernel's samples of the process (and those taken before its runtime
 //! announced itself, [`Process::continue_from`]), and finishing: run
@@ -10,8 +10,10 @@
 //! rings (the collector thread does) and never trusts a record beyond the
 //! wire checks.
 
+use crate::batch::Batch;
+use crate::described::{describe, sample_counters, Described};
 use crate::profile::{Module, Profile};
-use crate::tap::{sample_counters, Batch, Source};
+use crate::source::Source;
 use crate::Options;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -19,9 +21,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use strobe_core::clock::now_ns;
 use strobe_db::{ProcessInfo, SampleKind, WriterOptions};
-use strobe_wire::record::{
-    counter_readings, decode_event, event, info, info_entries, read, ModuleBody, XptiBody,
-};
+use strobe_wire::record::{counter_readings, decode_event, event, read, ModuleBody, XptiBody};
 use strobe_wire::sample::{decode_sample, Sample, TimerClock};
 use strobe_wire::segment::{slot_state, state, Segment};
 
@@ -32,67 +32,6 @@ pub const XPTI_NOTE: &str = "xpti.note";
 /// File-name prefixes of the libraries that bring XPTI instrumentation
 /// (and its proxy) into a program, most specific first.
 const XPTI_LIBRARIES: &[&str] = &["libsycl", "libur_loader"];
-
-/// What the runtime said about the process.
-pub struct Described {
-    pub exe: String,
-    pub args: Vec<String>,
-    pub env: Vec<(String, String)>,
-    pub db_name: PathBuf,
-    pub start_unix_ns: u64,
-    pub warnings: Vec<String>,
-}
-
-impl Described {
-    /// The command line, for messages.
-    pub fn command(&self) -> String {
-        if self.args.is_empty() {
-            self.exe.clone()
-        } else {
-            self.args.join(" ")
-        }
-    }
-}
-
-/// What the runtime wrote about its process in the segment.
-pub fn describe(segment: &Segment) -> Described {
-    let mut d = Described {
-        exe: String::new(),
-        args: Vec::new(),
-        env: Vec::new(),
-        db_name: PathBuf::new(),
-        start_unix_ns: 0,
-        warnings: Vec::new(),
-    };
-    let bytes = segment.info();
-    for (key, value) in info_entries(&bytes) {
-        let text = String::from_utf8_lossy(value).into_owned();
-        match key {
-            info::EXE => d.exe = text,
-            info::ARG => d.args.push(text),
-            info::ENV => {
-                if let Some((k, v)) = text.split_once('=') {
-                    d.env.push((k.to_string(), v.to_string()));
-                }
-            }
-            info::DB_NAME => d.db_name = PathBuf::from(text),
-            info::PROCESS_START_UNIX => {
-                d.start_unix_ns = value.try_into().map(u64::from_le_bytes).unwrap_or(0)
-            }
-            info::WARNING => d.warnings.push(text),
-            _ => {}
-        }
-    }
-    if d.db_name.as_os_str().is_empty()
-        || d.db_name.is_absolute()
-        || d.db_name
-            .components()
-            .any(|c| c == std::path::Component::ParentDir)
-    {
-        d.db_name = PathBuf::from(format!("{}.db", segment.header().pid));
-    }
-    d
-}
 
 /// Threads whose damaged rings are named one by one.
 const CORRUPT_THREADS_NAMED: usize = 16;
@@ -887,7 +826,7 @@ impl Process {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strobe_wire::record::{as_bytes, InfoWriter};
+    use strobe_wire::record::as_bytes;
     use strobe_wire::segment::Layout;
 
     const LAYOUT: Layout = Layout {
@@ -901,66 +840,6 @@ mod tests {
         let (segment, _fd) = Segment::create(LAYOUT, 77, 1, 0, (0, 0)).unwrap();
         segment.write_info(info);
         Arc::new(segment)
-    }
-
-    #[test]
-    fn the_runtimes_description_of_its_process_is_read_back() {
-        let mut w = InfoWriter::default();
-        w.put(info::EXE, b"/usr/bin/prog")
-            .put(info::ARG, b"prog")
-            .put(info::ARG, b"two words")
-            .put(info::ENV, b"STROBE_X=a=b")
-            .put(info::ENV, b"NOT_A_PAIR")
-            .put(info::DB_NAME, b"node1/77.db")
-            .put(
-                info::PROCESS_START_UNIX,
-                &1_700_000_000_123u64.to_le_bytes(),
-            )
-            .put(info::WARNING, b"output_file: something")
-            .put(200, b"a key of a later runtime");
-        let d = describe(&segment(&w.finish()));
-        assert_eq!(d.exe, "/usr/bin/prog");
-        assert_eq!(d.args, ["prog", "two words"]);
-        assert_eq!(d.env, [("STROBE_X".to_string(), "a=b".to_string())]);
-        assert_eq!(d.db_name, PathBuf::from("node1/77.db"));
-        assert_eq!(d.start_unix_ns, 1_700_000_000_123);
-        assert_eq!(d.warnings, ["output_file: something"]);
-        assert_eq!(d.command(), "prog two words");
-    }
-
-    #[test]
-    fn a_database_name_outside_the_run_directory_is_replaced_by_the_pid() {
-        for name in [
-            &b""[..],
-            b"/etc/passwd",
-            b"../outside.db",
-            b"host/../../outside.db",
-        ] {
-            let mut w = InfoWriter::default();
-            w.put(info::DB_NAME, name);
-            let d = describe(&segment(&w.finish()));
-            assert_eq!(d.db_name, PathBuf::from("77.db"), "{name:?}");
-        }
-        // No description at all.
-        let d = describe(&segment(b""));
-        assert_eq!(d.db_name, PathBuf::from("77.db"));
-        assert_eq!(d.command(), "");
-    }
-
-    #[test]
-    fn a_damaged_description_keeps_what_came_before_the_damage() {
-        let mut w = InfoWriter::default();
-        w.put(info::EXE, b"/bin/x")
-            .put(info::PROCESS_START_UNIX, &[1, 2, 3])
-            .put(info::ARG, b"x");
-        let mut bytes = w.finish();
-        // An entry claiming more bytes than there are.
-        bytes.extend_from_slice(&[info::ARG, 0xff, 0xff, 0, 0, b'y']);
-        let d = describe(&segment(&bytes));
-        assert_eq!(d.exe, "/bin/x");
-        assert_eq!(d.start_unix_ns, 0, "not 8 bytes: no time");
-        assert_eq!(d.args, ["x"]);
-        assert_eq!(d.command(), "x");
     }
 
     /// A process of pid 77 with options writing into `dir`.

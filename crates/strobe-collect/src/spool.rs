@@ -3,16 +3,17 @@
 //!
 //! Owns the spool file (unnamed, in the run directory, or the temporary
 //! directory where the run directory's file system has no unnamed files:
-//! it vanishes with the collector however the collector ends) and moving a batch's records into
-//! it and back. The collector thread appends ([`Spool::spill`]); the writer
-//! thread reads each spilled batch back once, in the order the batches were
-//! sent ([`Spilled::restore`]), and frees its disk blocks. A program that
+//! it vanishes with the collector however the collector ends) and the
+//! layout of a batch's records in it (bytes, then their index). The
+//! collector thread appends ([`Spool::spill`], through `Batch::spill`);
+//! the writer thread reads each spilled batch back once, in the order the
+//! batches were sent ([`Spilled::restore`]), and frees its disk blocks. A program that
 //! produces faster than SQLite stores therefore neither waits nor grows the
 //! collector's memory: the backlog costs disk (page cache) instead.
 //!
 //! It never decodes a record and never blocks on anything but the file.
 
-use crate::tap::{Batch, Source};
+use crate::source::{CopiedRecord, Source};
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -53,20 +54,16 @@ impl Spool {
         })
     }
 
-    /// Moves the records of `batch` (its bytes and their index) into the
-    /// file; the batch keeps everything else and remembers where they went.
-    /// Returns the bytes written. On an error (a full disk) the batch is
-    /// left as it was.
-    pub fn spill(&mut self, batch: &mut Batch) -> io::Result<usize> {
-        if batch.spilled.is_some() || batch.records.is_empty() {
-            return Ok(0);
-        }
+    /// Appends records (`bytes`, and `records`: each one's source, thread
+    /// and range in `bytes`) to the file and says where they went. On an
+    /// error (a full disk) the end of the file stays where it was.
+    pub fn spill(&mut self, bytes: &[u8], records: &[CopiedRecord]) -> io::Result<Spilled> {
         let too_far = |v: usize| u32::try_from(v).is_err();
-        if too_far(batch.bytes.len()) {
+        if too_far(bytes.len()) {
             return Err(io::Error::other("a batch of 4 GiB or more"));
         }
-        let mut index = Vec::with_capacity(batch.records.len() * INDEX_BYTES);
-        for (source, tid, range) in &batch.records {
+        let mut index = Vec::with_capacity(records.len() * INDEX_BYTES);
+        for (source, tid, range) in records {
             for v in [
                 source.code(),
                 *tid as u32,
@@ -77,20 +74,16 @@ impl Spool {
             }
         }
         let at = self.end;
-        self.file.write_all_at(&batch.bytes, at)?;
-        self.file
-            .write_all_at(&index, at + batch.bytes.len() as u64)?;
-        let written = batch.bytes.len() + index.len();
+        self.file.write_all_at(bytes, at)?;
+        self.file.write_all_at(&index, at + bytes.len() as u64)?;
+        let written = bytes.len() + index.len();
         self.end += written as u64;
-        batch.spilled = Some(Spilled {
+        Ok(Spilled {
             file: self.file.clone(),
             at,
-            bytes: batch.bytes.len(),
-            records: batch.records.len(),
-        });
-        batch.bytes = Vec::new();
-        batch.records = Vec::new();
-        Ok(written)
+            bytes: bytes.len(),
+            records: records.len(),
+        })
     }
 }
 
@@ -100,8 +93,9 @@ impl Spilled {
         self.bytes + self.records * INDEX_BYTES
     }
 
-    /// Reads the records back into `batch` and frees their disk blocks.
-    pub fn restore(self, batch: &mut Batch) -> io::Result<()> {
+    /// Reads the records back (their bytes, and each one's source, thread
+    /// and range in them) and frees their disk blocks.
+    pub fn restore(self) -> io::Result<(Vec<u8>, Vec<CopiedRecord>)> {
         let mut bytes = vec![0u8; self.bytes];
         self.file.read_exact_at(&mut bytes, self.at)?;
         let mut index = vec![0u8; self.records * INDEX_BYTES];
@@ -118,8 +112,6 @@ impl Spilled {
                 records.push((source, word(c, 1) as i32, start..end));
             }
         }
-        batch.bytes = bytes;
-        batch.records = records;
         // SAFETY: fallocate on a descriptor we own, over the range this
         // batch took; the rest of the file is untouched. A failure (a file
         // system without holes) only keeps the blocks until the file closes.
@@ -131,7 +123,7 @@ impl Spilled {
                 self.len() as libc::off_t,
             )
         };
-        Ok(())
+        Ok((bytes, records))
     }
 }
 
@@ -139,31 +131,32 @@ impl Spilled {
 mod tests {
     use super::*;
 
-    fn batch(n: usize) -> Batch {
-        let mut b = Batch::default();
+    type Records = (Vec<u8>, Vec<CopiedRecord>);
+
+    /// `n` records of 8 bytes each, from every source in turn.
+    fn records(n: usize) -> Records {
+        let mut bytes = Vec::new();
+        let mut index = Vec::new();
         for k in 0..n {
-            let start = b.bytes.len();
-            b.bytes.extend_from_slice(&(k as u64 * 7).to_le_bytes());
+            let start = bytes.len();
+            bytes.extend_from_slice(&(k as u64 * 7).to_le_bytes());
             let source = [Source::Events, Source::Samples, Source::Kernel][k % 3];
-            b.records.push((source, k as i32 - 1, start..b.bytes.len()));
+            index.push((source, k as i32 - 1, start..bytes.len()));
         }
-        b.notes.push("kept in memory".into());
-        b
+        (bytes, index)
     }
 
     #[test]
-    fn what_a_spill_returns_is_what_its_batch_gives_back_when_read() {
-        // The collector adds what `spill` returns to the bytes waiting on
+    fn what_a_spill_writes_is_what_its_handle_gives_back_when_read() {
+        // The collector adds what `spill` wrote to the bytes waiting on
         // disk and the writer takes `len` off again: they must agree.
         let mut spool = Spool::create(&std::env::temp_dir()).unwrap();
         let mut at = 0;
         for n in [1usize, 7, 300] {
-            let mut b = batch(n);
-            let bytes = b.bytes.len();
-            let written = spool.spill(&mut b).unwrap();
-            let spilled = b.spilled.as_ref().unwrap();
-            assert_eq!(written, spilled.len());
-            assert_eq!(written, bytes + n * INDEX_BYTES);
+            let (bytes, index) = records(n);
+            let spilled = spool.spill(&bytes, &index).unwrap();
+            let written = spilled.len();
+            assert_eq!(written, bytes.len() + n * INDEX_BYTES);
             assert_eq!(spilled.at, at, "batches follow each other in the file");
             at += written as u64;
             assert_eq!(spool.end, at);
@@ -171,27 +164,10 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_with_no_records_or_spilled_already_is_not_written() {
-        let mut spool = Spool::create(&std::env::temp_dir()).unwrap();
-        let mut empty = batch(0);
-        assert_eq!(spool.spill(&mut empty).unwrap(), 0);
-        assert!(empty.spilled.is_none());
-        let mut b = batch(2);
-        spool.spill(&mut b).unwrap();
-        let end = spool.end;
-        // Its records are on disk: spilling it again changes nothing.
-        b.records.push((Source::Events, 1, 0..0));
-        assert_eq!(spool.spill(&mut b).unwrap(), 0);
-        assert_eq!(spool.end, end);
-        assert_eq!(b.records.len(), 1);
-    }
-
-    #[test]
     fn index_entries_that_do_not_fit_their_bytes_are_left_out() {
         let mut spool = Spool::create(&std::env::temp_dir()).unwrap();
-        let mut b = batch(4);
-        spool.spill(&mut b).unwrap();
-        let spilled = b.spilled.take().unwrap();
+        let (bytes, index) = records(4);
+        let spilled = spool.spill(&bytes, &index).unwrap();
         let index_at = spilled.at + spilled.bytes as u64;
         let entry = |k: u64| index_at + k * INDEX_BYTES as u64;
         let word = |v: u32| v.to_le_bytes();
@@ -204,31 +180,25 @@ mod tests {
             .unwrap();
         spilled.file.write_all_at(&word(24), entry(2) + 8).unwrap();
         spilled.file.write_all_at(&word(20), entry(2) + 12).unwrap();
-        let want = batch(4);
-        spilled.restore(&mut b).unwrap();
-        assert_eq!(b.bytes, want.bytes);
-        assert_eq!(b.records, want.records[3..]);
+        let (got_bytes, got_index) = spilled.restore().unwrap();
+        assert_eq!(got_bytes, bytes);
+        assert_eq!(got_index, index[3..]);
     }
 
     #[test]
-    fn batches_come_back_whole_and_in_order() {
-        let dir = std::env::temp_dir();
-        let mut spool = Spool::create(&dir).unwrap();
-        let originals: Vec<Batch> = [3usize, 0, 1000, 1].iter().map(|&n| batch(n)).collect();
-        let mut spilled: Vec<Batch> = [3usize, 0, 1000, 1].iter().map(|&n| batch(n)).collect();
+    fn records_come_back_whole_and_in_order() {
+        let mut spool = Spool::create(&std::env::temp_dir()).unwrap();
+        let originals: Vec<Records> = [3usize, 0, 1000, 1].iter().map(|&n| records(n)).collect();
         let mut total = 0;
-        for b in &mut spilled {
-            total += spool.spill(b).unwrap();
-            assert!(b.bytes.is_empty() && b.records.is_empty());
-            assert_eq!(b.notes, ["kept in memory"]);
+        let mut spilled = Vec::new();
+        for (bytes, index) in &originals {
+            let s = spool.spill(bytes, index).unwrap();
+            total += s.len();
+            spilled.push(s);
         }
         assert_eq!(total, (3 + 1000 + 1) * (8 + INDEX_BYTES));
-        for (mut b, want) in spilled.into_iter().zip(&originals) {
-            if let Some(s) = b.spilled.take() {
-                s.restore(&mut b).unwrap();
-            }
-            assert_eq!(b.bytes, want.bytes);
-            assert_eq!(b.records, want.records);
+        for (s, want) in spilled.into_iter().zip(&originals) {
+            assert_eq!(&s.restore().unwrap(), want);
         }
     }
 }

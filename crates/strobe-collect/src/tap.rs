@@ -12,6 +12,9 @@
 //! beyond their head and never touches a database: that is the writer's work ([`crate::process`]), so a
 //! slow database never slows the program's producers down.
 
+use crate::batch::Batch;
+use crate::described::{describe, sample_counters};
+use crate::source::Source;
 use crate::Options;
 use std::collections::{BTreeMap, HashSet};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -20,109 +23,10 @@ use std::sync::Arc;
 use strobe_core::clock::now_ns;
 use strobe_core::timewindow::{ClockReader, WindowClock, WindowEvaluator};
 use strobe_wire::record::{event, event_flags, read, EventHead, MpiCallBody, EVENT_HEAD_BYTES};
-use strobe_wire::ring::ShmRing;
 use strobe_wire::segment::{exec_reason, slot_state, state, Segment};
 
 /// Blocking the sampling signal for this long in total is reported.
 const BLOCKED_REPORT_NS: u64 = 50_000_000;
-
-/// Where a copied record came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    /// An event ring.
-    Events,
-    /// A sample ring.
-    Samples,
-    /// A kernel sampling ring (a whole perf record).
-    Kernel,
-}
-
-impl Source {
-    /// A number for the source (in the spool file).
-    pub fn code(self) -> u32 {
-        self as u32
-    }
-
-    /// The source numbered `code`.
-    pub fn from_code(code: u32) -> Option<Source> {
-        [Source::Events, Source::Samples, Source::Kernel]
-            .get(code as usize)
-            .copied()
-    }
-}
-
-/// Records copied out of one process's rings, in the order they must be
-/// applied.
-#[derive(Default)]
-pub struct Batch {
-    /// The records' bytes, back to back.
-    pub bytes: Vec<u8>,
-    /// (source, thread id of the slot, range in `bytes`).
-    pub records: Vec<(Source, i32, std::ops::Range<usize>)>,
-    /// Sample counters of slots freed in this batch: taken, lost (full),
-    /// lost (nested), overruns, incomplete.
-    pub retired: [u64; 6],
-    /// Messages for the run summary.
-    pub notes: Vec<String>,
-    /// Rings that held a corrupt record (the rest of what they held was
-    /// skipped): the thread and the kind of ring.
-    pub corrupt: Vec<(i32, Source)>,
-    /// Process-level values read from `/proc` (`process_sampling_freq`).
-    pub process_points: Vec<crate::procstat::Point>,
-    /// Causal experiments that ended.
-    pub causal: Vec<strobe_db::CausalExperiment>,
-    /// In-scope samples per selectable unit (sent once, at the end).
-    pub causal_samples: Vec<(String, u64)>,
-    /// Where `bytes` and `records` wait on disk, when the collector spilled
-    /// them ([`crate::spool`]); the writer restores them first.
-    pub spilled: Option<crate::spool::Spilled>,
-}
-
-impl Batch {
-    /// Whether the batch carries nothing.
-    pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
-            && self.spilled.is_none()
-            && self.process_points.is_empty()
-            && self.causal.is_empty()
-            && self.causal_samples.is_empty()
-            && self.notes.is_empty()
-            && self.corrupt.is_empty()
-            && self.retired == [0; 6]
-    }
-
-    /// Bytes held (for the collector's bound on queued data).
-    pub fn weight(&self) -> usize {
-        self.bytes.len() + self.records.len() * std::mem::size_of::<(Source, i32, usize, usize)>()
-    }
-
-    /// Adds one record of a kernel sampling ring.
-    pub fn push_kernel(&mut self, record: &[u8]) {
-        self.bytes.resize(self.bytes.len().next_multiple_of(8), 0);
-        let start = self.bytes.len();
-        self.bytes.extend_from_slice(record);
-        self.records
-            .push((Source::Kernel, 0, start..self.bytes.len()));
-    }
-
-    /// Copies every record of `ring`; `each` may rewrite the copy. Each
-    /// record starts 8-aligned in `bytes` (as in the ring), whatever the
-    /// length of the one before: samples are read in place as `u64`
-    /// frames (`decode_sample` refuses a misaligned one), and `bytes`
-    /// comes from the allocator 16-aligned.
-    fn copy(&mut self, ring: &ShmRing, source: Source, tid: i32, mut each: impl FnMut(&mut [u8])) {
-        let drained = ring.drain(|payload| {
-            self.bytes.resize(self.bytes.len().next_multiple_of(8), 0);
-            let start = self.bytes.len();
-            self.bytes.extend_from_slice(payload);
-            each(&mut self.bytes[start..]);
-            self.records.push((source, tid, start..self.bytes.len()));
-        });
-        if drained.is_err() {
-            self.corrupt.push((tid, source));
-        }
-    }
-}
 
 /// CPU time of another process, for time windows on CPU clocks.
 struct ProcessClocks(i32);
@@ -301,7 +205,7 @@ pub struct Tap {
 impl Tap {
     /// Starts following an image whose segment arrived.
     pub fn new(id: u64, pid: i32, segment: Arc<Segment>, pidfd: OwnedFd, options: &Options) -> Tap {
-        let command = crate::process::describe(&segment).command();
+        let command = describe(&segment).command();
         Tap {
             id,
             pid,
@@ -501,21 +405,6 @@ impl Tap {
 
 /// How often a process's task list is read for threads without a slot.
 const TASK_SCAN_NS: u64 = 200_000_000;
-
-/// Sample counters of slot `i`: taken, lost (full), lost (nested),
-/// overruns, incomplete, lost (small alternate stack).
-pub fn sample_counters(segment: &Segment, i: u32) -> [u64; 6] {
-    let slot = segment.slot(i);
-    [
-        &slot.taken,
-        &slot.lost_full,
-        &slot.lost_reentrant,
-        &slot.overruns,
-        &slot.incomplete,
-        &slot.lost_altstack,
-    ]
-    .map(|c| c.load(Ordering::Relaxed))
-}
 
 #[cfg(test)]
 mod tests {

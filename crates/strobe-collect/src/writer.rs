@@ -5,8 +5,8 @@
 //! state, and adds every finished database and note to the run's report.
 //! Never reads a ring: the collector thread does.
 
+use crate::batch::Batch;
 use crate::process::Process;
-use crate::tap::Batch;
 use crate::{kernel_writer, lock, Shared};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -97,13 +97,11 @@ pub fn write(shared: &Shared, from: mpsc::Receiver<ToWriter>) {
 /// Reads back the records of `batch` the collector spilled to disk. A
 /// failure is said once (`failed`); those records are missing.
 fn unspool(shared: &Shared, batch: &mut Batch, failed: &mut u64) {
-    let Some(spilled) = batch.spilled.take() else {
+    let Some(on_disk) = batch.spilled.as_ref().map(|s| s.len()) else {
         return;
     };
-    shared
-        .spooled
-        .fetch_sub(spilled.len() as u64, Ordering::SeqCst);
-    if let Err(e) = spilled.restore(batch) {
+    shared.spooled.fetch_sub(on_disk as u64, Ordering::SeqCst);
+    if let Err(e) = batch.unspill() {
         *failed += 1;
         if *failed == 1 {
             lock(&shared.report).notes.push(format!(

@@ -21,7 +21,7 @@
 
 pub mod code;
 
-use crate::tap::Batch;
+use crate::batch::Batch;
 use code::CodeMap;
 pub use code::{Mode, Scope};
 use std::collections::HashMap;
