@@ -1,7 +1,8 @@
 //! The [`Framework`]: one instance of the tracing framework (streams, string
 //! table, payloads and events, callbacks, subscribers, user-defined types).
 //!
-//! Owns every registry of one framework instance. The notify path
+//! Owns every registry of one framework instance, and the [`Subscriber`]
+//! interface through which it tells tools about streams. The notify path
 //! ([`Framework::notify`], [`Framework::notify_raw`]) must never lock,
 //! allocate or write shared memory; registration paths may lock.
 
@@ -15,9 +16,41 @@ use crate::error::TraceError;
 use crate::event::{EventData, Payload};
 use crate::objects::{Object, ObjectTable};
 use crate::strings::StringTable;
-use crate::subscriber::{StreamInit, Subscriber};
 use crate::tracepoints::{PayloadSpec, TracePoints};
 use crate::types::{object_type, trace_point, ObjectId, StreamId, StringId};
+
+/// What a subscriber learns when a stream is initialized.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamInit<'a> {
+    /// The stream's id.
+    pub id: StreamId,
+    /// The stream's name.
+    pub name: &'a CStr,
+    /// Major version the instrumentation declared.
+    pub major: u32,
+    /// Minor version the instrumentation declared.
+    pub minor: u32,
+    /// Version string the instrumentation declared.
+    pub version: &'a CStr,
+}
+
+/// A tool that consumes streams: told when a stream starts (where it
+/// registers its callbacks) and when it ends.
+///
+/// `init` is called once per initialization of a stream; a stream that is
+/// finalized and initialized again is announced again, and a subscriber
+/// added after a stream was initialized is told about it when it is added.
+/// Implementations must tolerate repeated `init` calls for one stream
+/// (registering the same callback twice yields `Duplicate`, which is
+/// harmless).
+pub trait Subscriber: Send + Sync {
+    /// A short name for diagnostics.
+    fn name(&self) -> &str;
+    /// A stream begins: register callbacks here.
+    fn init(&self, framework: &Framework, stream: &StreamInit<'_>);
+    /// A stream ends: flush and release what the stream needed.
+    fn finish(&self, framework: &Framework, stream_name: &CStr);
+}
 
 /// How a framework decides whether tracing is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +167,7 @@ impl Framework {
         };
         self.enabled.store(on, Ordering::Relaxed);
         if self.mirrors_global.load(Ordering::Relaxed) {
-            crate::global::mirror_enabled(on);
+            crate::enabled_mirror::mirror_enabled(on);
         }
     }
 

@@ -1,13 +1,15 @@
 //! The process-wide framework the C ABI and instrumented code share, the
 //! environment rules that configure it, and the one-load enabled check.
 //!
-//! Owns the global instance pointer and the enabled mirror. A replaced
+//! Owns the global instance pointer (its enabled state is mirrored in
+//! `enabled_mirror`, which the instance itself keeps current). A replaced
 //! instance (after [`reset_global`]) is leaked, never freed: C code may still
 //! hold its events. It must never load subscribers while holding a lock.
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::Arc;
 
+use crate::enabled_mirror::mirrored_enabled;
 use crate::framework::{EnablePolicy, Framework};
 use crate::subscriber::{parse_subscriber_list, DylibSubscriber};
 
@@ -25,8 +27,6 @@ pub const BUILTIN_PRINTER: &str = "strobe:printer";
 static GLOBAL: AtomicPtr<Framework> = AtomicPtr::new(std::ptr::null_mut());
 /// Set by [`skip_env_subscribers`].
 static SKIP_ENV_SUBSCRIBERS: AtomicBool = AtomicBool::new(false);
-/// 0 = global not created yet, 1 = disabled, 2 = enabled.
-static GLOBAL_ENABLED: AtomicU8 = AtomicU8::new(0);
 
 /// Interprets an `XPTI_TRACE_ENABLE` value (REFERENCE §2): unset → on;
 /// `1` / `true` → on; `0` / `false` → off; anything else → off.
@@ -43,20 +43,15 @@ pub fn env_trace_enable() -> bool {
     parse_trace_enable(v.as_deref().map(|s| s.to_str().unwrap_or("<non-utf8>")))
 }
 
-pub(crate) fn mirror_enabled(on: bool) {
-    GLOBAL_ENABLED.store(if on { 2 } else { 1 }, Ordering::Relaxed);
-}
-
 /// Whether the global framework has tracing on (`xptiTraceEnabled`).
 ///
 /// One relaxed atomic load once the global exists; the first call creates
 /// it (reading the environment and loading subscribers).
 #[inline(always)]
 pub fn trace_enabled() -> bool {
-    match GLOBAL_ENABLED.load(Ordering::Relaxed) {
-        2 => true,
-        1 => false,
-        _ => trace_enabled_slow(),
+    match mirrored_enabled() {
+        Some(on) => on,
+        None => trace_enabled_slow(),
     }
 }
 

@@ -34,6 +34,7 @@
 
 mod arena;
 mod callbacks;
+mod enabled_mirror;
 pub mod error;
 pub mod event;
 mod framework;
@@ -52,7 +53,7 @@ pub mod types;
 pub use callbacks::{CallbackHandle, Notification, RawCallback, RustCallback};
 pub use error::{result_code, TraceError};
 pub use event::{EventData, ObjectData, Payload, Reserved, Uid};
-pub use framework::{EnablePolicy, Framework};
+pub use framework::{EnablePolicy, Framework, StreamInit, Subscriber};
 pub use global::{
     env_trace_enable, global, parse_trace_enable, reset_global, skip_env_subscribers,
     trace_enabled, BUILTIN_PRINTER, ENV_DISPATCHER, ENV_SUBSCRIBERS, ENV_TRACE_ENABLE,
@@ -60,5 +61,5 @@ pub use global::{
 pub use objects::{Object, ObjectTable};
 pub use scoped::ScopedNotify;
 pub use strings::StringTable;
-pub use subscriber::{DylibSubscriber, LoadError, StreamInit, Subscriber};
+pub use subscriber::{DylibSubscriber, LoadError};
 pub use tracepoints::PayloadSpec;

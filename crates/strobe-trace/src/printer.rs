@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::callbacks::Notification;
 use crate::framework::Framework;
-use crate::subscriber::{StreamInit, Subscriber};
+use crate::framework::{StreamInit, Subscriber};
 use crate::types::{object_type, tool_id, trace_point, StreamId};
 
 /// The printer subscriber.

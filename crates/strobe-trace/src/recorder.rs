@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::callbacks::Notification;
 use crate::framework::Framework;
-use crate::subscriber::{StreamInit, Subscriber};
+use crate::framework::{StreamInit, Subscriber};
 use crate::types::{trace_point, StreamId};
 
 /// One captured notification.

@@ -1,5 +1,6 @@
-//! Subscribers: the [`Subscriber`] trait in-process tools implement, and the
-//! loader for C subscriber libraries named in `XPTI_SUBSCRIBERS`.
+//! Subscribers: the loader for C subscriber libraries named in
+//! `XPTI_SUBSCRIBERS`; the [`Subscriber`] trait in-process tools implement
+//! is the framework's (re-exported here).
 //!
 //! Owns subscriber handles (a loaded library is never closed once accepted:
 //! its callbacks may be registered anywhere). It must never call a
@@ -10,41 +11,9 @@ use std::ffi::{c_char, c_uint, CStr, CString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+pub use crate::framework::{StreamInit, Subscriber};
+
 use crate::framework::Framework;
-use crate::types::StreamId;
-
-/// What a subscriber learns when a stream is initialized.
-#[derive(Debug, Clone, Copy)]
-pub struct StreamInit<'a> {
-    /// The stream's id.
-    pub id: StreamId,
-    /// The stream's name.
-    pub name: &'a CStr,
-    /// Major version the instrumentation declared.
-    pub major: u32,
-    /// Minor version the instrumentation declared.
-    pub minor: u32,
-    /// Version string the instrumentation declared.
-    pub version: &'a CStr,
-}
-
-/// A tool that consumes streams: told when a stream starts (where it
-/// registers its callbacks) and when it ends.
-///
-/// `init` is called once per initialization of a stream; a stream that is
-/// finalized and initialized again is announced again, and a subscriber
-/// added after a stream was initialized is told about it when it is added.
-/// Implementations must tolerate repeated `init` calls for one stream
-/// (registering the same callback twice yields `Duplicate`, which is
-/// harmless).
-pub trait Subscriber: Send + Sync {
-    /// A short name for diagnostics.
-    fn name(&self) -> &str;
-    /// A stream begins: register callbacks here.
-    fn init(&self, framework: &Framework, stream: &StreamInit<'_>);
-    /// A stream ends: flush and release what the stream needed.
-    fn finish(&self, framework: &Framework, stream_name: &CStr);
-}
 
 type InitFn = unsafe extern "C" fn(c_uint, c_uint, *const c_char, *const c_char);
 type FinishFn = unsafe extern "C" fn(*const c_char);
