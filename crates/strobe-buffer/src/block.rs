@@ -15,6 +15,7 @@
 //! not count against the buffer size or the watermark. So a 4096-byte block
 //! holds 512 eight-byte records, and a 48-byte watermark is reached by six.
 
+use crate::page::page_size;
 use crate::record::RecordHeader;
 use std::alloc::{alloc, dealloc, Layout};
 use std::ptr::NonNull;
@@ -61,7 +62,7 @@ impl Block {
     /// the page size). Returns `None` when memory is exhausted.
     pub(crate) fn new(capacity: usize) -> Option<Box<Block>> {
         debug_assert!(capacity >= RECORD_ALIGN && capacity.is_multiple_of(RECORD_ALIGN));
-        let page = crate::buffer::page_size();
+        let page = page_size();
         let arena_layout = Layout::from_size_align(capacity, page).ok()?;
         let tag_layout = Layout::array::<u64>(capacity / RECORD_ALIGN).ok()?;
         // SAFETY: both layouts have non-zero size (capacity ≥ 8).
@@ -174,7 +175,7 @@ impl Block {
 
 impl Drop for Block {
     fn drop(&mut self) {
-        let page = crate::buffer::page_size();
+        let page = page_size();
         // SAFETY: the same layouts were used to allocate in `Block::new`,
         // which only returns blocks whose layouts were valid.
         unsafe {

@@ -30,17 +30,17 @@
 //! delivered. With one producer thread this is exactly seed 001's rule.
 
 use crate::block::{footprint, tag, Block};
-use crate::delivery;
+use crate::callback_thread::{self, CallbackThread};
 use crate::error::{Error, Result};
-use crate::ffi::{BufferId, CBufferCallback, ContextId};
 use crate::handoff::{FreePool, NonNullBlock, ReadyQueue};
+use crate::ids::{BufferId, ContextId};
 use crate::record::{RecordHeader, MAX_RECORD_SIZE};
 use crate::registry::Registry;
 use crate::thread_index;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 /// Shard slots per buffer (threads beyond this share slots).
@@ -56,26 +56,7 @@ pub const MAX_BUFFERS: usize = 4096;
 
 const EMPTY: usize = 0;
 
-/// The system page size (`sysconf(_SC_PAGESIZE)`), read once.
-pub fn page_size() -> usize {
-    static PAGE: OnceLock<usize> = OnceLock::new();
-    *PAGE.get_or_init(|| {
-        // SAFETY: sysconf has no preconditions.
-        let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        if v > 0 {
-            v as usize
-        } else {
-            4096
-        }
-    })
-}
-
-/// `size` rounded up to a multiple of the page size (at least one page), as
-/// seed 001 specifies for buffer sizes.
-pub fn round_to_page(size: usize) -> usize {
-    let page = page_size();
-    size.max(1).div_ceil(page) * page
-}
+pub use crate::page::{page_size, round_to_page};
 
 /// What happens when a record does not fit in the producer's block.
 #[repr(u32)]
@@ -123,7 +104,7 @@ pub struct BufferOptions {
     /// The callback thread to start on (`None`: the shared default thread,
     /// started on first use). Choosing one here never touches the default
     /// thread, which matters in a forked child where it does not exist.
-    pub callback_thread: Option<crate::CallbackThread>,
+    pub callback_thread: Option<CallbackThread>,
 }
 
 impl BufferOptions {
@@ -141,7 +122,7 @@ impl BufferOptions {
     }
 
     /// Starts the buffer on this callback thread instead of the default one.
-    pub fn on_callback_thread(mut self, thread: crate::CallbackThread) -> BufferOptions {
+    pub fn on_callback_thread(mut self, thread: CallbackThread) -> BufferOptions {
         self.callback_thread = Some(thread);
         self
     }
@@ -171,6 +152,17 @@ pub struct Delivery<'a> {
     /// Records dropped since the previous callback of this buffer.
     pub drop_count: u64,
 }
+
+/// `strobe_buffer_callback_t`: receives a batch of records; a non-zero
+/// return is reported as a callback failure and delivery goes on.
+pub type CBufferCallback = unsafe extern "C" fn(
+    context: ContextId,
+    buffer: BufferId,
+    headers: *const RecordHeader,
+    num_headers: usize,
+    callback_data: *mut c_void,
+    drop_count: u64,
+) -> i32;
 
 /// A Rust buffer callback. Runs on the buffer's callback thread; a panic is
 /// caught, reported on stderr and counted, and delivery goes on.
@@ -299,20 +291,6 @@ impl std::fmt::Debug for Buffer {
 }
 
 impl Buffer {
-    /// Creates a buffer in `context` whose records reach `callback` on the
-    /// default callback thread (seed 001's `create_buffer`).
-    ///
-    /// The size is rounded up to the page size; a watermark above the size
-    /// acts as the size. Errors: unknown context, size 0, blocks outside
-    /// `1..=MAX_BLOCKS`, out of memory, too many buffers.
-    pub fn create(
-        context: &crate::Context,
-        options: BufferOptions,
-        callback: impl FnMut(&Delivery<'_>) + Send + 'static,
-    ) -> Result<Buffer> {
-        create_buffer(context.id(), options, Callback::Rust(Box::new(callback)))
-    }
-
     /// The buffer's id (non-zero).
     pub fn id(&self) -> u64 {
         self.inner.id
@@ -378,25 +356,16 @@ impl Buffer {
         self.inner.flush()
     }
 
-    /// Makes `thread` run this buffer's callbacks (seed 001's
-    /// `assign_callback_thread`). Only while the buffer's context is
-    /// inactive; pending records are flushed to the old thread first.
-    pub fn assign_callback_thread(&self, thread: crate::CallbackThread) -> Result<()> {
-        assign(self.inner, thread.id())
-    }
-
     /// A snapshot of the buffer's counters.
     pub fn stats(&self) -> BufferStats {
         self.inner.stats()
     }
 }
 
-pub(crate) fn create_buffer(
-    context: u64,
-    options: BufferOptions,
-    callback: Callback,
-) -> Result<Buffer> {
-    let ctx = crate::context::lookup(context)?;
+/// The block size of a buffer built with `options`: the size rounded up
+/// to the page size. Errors: size 0, blocks outside `1..=MAX_BLOCKS`, a
+/// size above 4 GiB.
+pub(crate) fn checked_capacity(options: &BufferOptions) -> Result<usize> {
     if options.size == 0 {
         return Err(Error::InvalidArgument(
             "buffer size is 0: give the size in bytes (it is rounded up to the page size)".into(),
@@ -415,10 +384,19 @@ pub(crate) fn create_buffer(
             options.size
         )));
     }
-    let thread = match &options.callback_thread {
-        Some(t) => t.id(),
-        None => delivery::default_thread_id()?,
-    };
+    Ok(capacity)
+}
+
+/// Allocates the blocks of a buffer of `context` (`capacity` from
+/// [`checked_capacity`]) and registers it, its callbacks to run on
+/// callback thread `thread`. Errors: out of memory, too many buffers.
+pub(crate) fn register(
+    context: u64,
+    capacity: usize,
+    thread: u64,
+    options: &BufferOptions,
+    callback: Callback,
+) -> Result<Buffer> {
     let mut blocks = Vec::with_capacity(options.blocks);
     for _ in 0..options.blocks {
         blocks.push(Block::new(capacity).ok_or_else(|| {
@@ -431,7 +409,7 @@ pub(crate) fn create_buffer(
     let made = BUFFERS.insert_with(|id| {
         Ok::<_, Error>(BufferInner {
             id,
-            context: ctx.id,
+            context,
             capacity,
             watermark: options.watermark.min(capacity),
             policy: options.policy,
@@ -469,25 +447,6 @@ pub(crate) fn lookup(id: u64) -> Result<Buffer> {
         .get(id)
         .map(|inner| Buffer { inner })
         .ok_or(Error::UnknownBuffer(id))
-}
-
-pub(crate) fn assign(inner: &'static BufferInner, thread: u64) -> Result<()> {
-    delivery::lookup(thread)?;
-    let ctx = crate::context::lookup(inner.context)?;
-    if ctx.is_active() {
-        return Err(Error::ContextActive(inner.context));
-    }
-    let old = inner.callback_thread.load(Ordering::Acquire);
-    if old == thread {
-        return Ok(());
-    }
-    if delivery::current_thread_id() != old {
-        // Anything still queued is delivered by the old thread, so a
-        // buffer's callbacks never run on two threads at once.
-        inner.flush()?;
-    }
-    inner.callback_thread.store(thread, Ordering::Release);
-    Ok(())
 }
 
 /// Backs off while waiting: spin, then yield, then sleep with exponential
@@ -729,12 +688,12 @@ impl BufferInner {
 
     #[inline]
     fn wake(&self) {
-        delivery::wake(self.callback_thread.load(Ordering::Relaxed));
+        callback_thread::wake(self.callback_thread.load(Ordering::Relaxed));
     }
 
     pub(crate) fn flush(&self) -> Result<()> {
         let thread = self.callback_thread.load(Ordering::Acquire);
-        if delivery::current_thread_id() == thread {
+        if callback_thread::current_thread_id() == thread {
             return Err(Error::FlushOnDeliveryThread(self.id));
         }
         let busy = ((thread_index::current() as usize) << 1) | 1;
@@ -777,7 +736,7 @@ impl BufferInner {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         while *done < ticket {
-            delivery::wake(self.callback_thread.load(Ordering::Acquire));
+            callback_thread::wake(self.callback_thread.load(Ordering::Acquire));
             let (guard, _) = self
                 .flush_cv
                 .wait_timeout(done, Duration::from_millis(20))
@@ -918,7 +877,7 @@ pub fn flush_all(context: Option<u64>) -> Result<()> {
         if context.is_some_and(|c| c != inner.context) {
             continue;
         }
-        if delivery::current_thread_id() == inner.callback_thread.load(Ordering::Acquire) {
+        if callback_thread::current_thread_id() == inner.callback_thread.load(Ordering::Acquire) {
             continue;
         }
         if let Err(e) = inner.flush() {

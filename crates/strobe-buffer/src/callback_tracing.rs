@@ -8,9 +8,9 @@
 //! caught and counted so it cannot unwind into the producer (which may be C
 //! code behind a wrapper).
 
-use crate::context::OperationFilter;
-use crate::ffi::CCallbackTracingFn;
+use crate::filter::OperationFilter;
 use crate::kind::Kind;
+use crate::service_table::MAX_ACTIVE_SERVICES_PER_KIND;
 use crate::thread_index;
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -97,6 +97,13 @@ impl CallbackRecord {
     }
 }
 
+/// `strobe_callback_tracing_cb_t`.
+pub type CCallbackTracingFn = unsafe extern "C" fn(
+    record: *const CallbackRecord,
+    user_data: *mut UserData,
+    callback_data: *mut c_void,
+);
+
 /// A Rust callback tracing callback.
 pub type CallbackTracingFn = Box<dyn Fn(&CallbackRecord, &mut UserData) + Send + Sync + 'static>;
 
@@ -155,7 +162,7 @@ impl CallbackService {
     }
 }
 
-const MAX_SCOPE: usize = crate::dispatch::MAX_ACTIVE_SERVICES_PER_KIND;
+const MAX_SCOPE: usize = MAX_ACTIVE_SERVICES_PER_KIND;
 
 thread_local! {
     static NEXT_CALL: Cell<u64> = const { Cell::new(0) };

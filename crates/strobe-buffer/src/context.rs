@@ -2,18 +2,20 @@
 //! buffer tracing service and one callback tracing service per kind.
 //!
 //! Owns context creation, start/stop, service configuration (with the
-//! "configure each (context, kind) pair once" rule of seed 001), operation
-//! filters, and per-context emission. Configuration allocates and takes the
+//! "configure each (context, kind) pair once" rule of seed 001), and
+//! per-context emission. Configuration allocates and takes the
 //! context's configuration lock; emission through a context does neither:
 //! an atomic load of the active flag, a lock-free lookup of the kind's
 //! service, a bit test of the filter, then the buffer's emplace.
 
-use crate::buffer::{Buffer, BufferInner, Emplace};
+use crate::buffer::{Buffer, Emplace};
+use crate::buffer_tracing::BufferService;
 use crate::callback_tracing::{
     CallbackFn, CallbackRecord, CallbackScope, CallbackService, UserData,
 };
 use crate::dispatch;
 use crate::error::{Error, Result};
+use crate::filter::OperationFilter;
 use crate::kind::{Kind, KIND_SLOTS};
 use crate::record::{frames_as_bytes, MarkerRecord, Payload, SampleRecord};
 use crate::registry::Registry;
@@ -22,50 +24,6 @@ use std::sync::{Mutex, OnceLock};
 
 /// Most contexts a process may create.
 pub const MAX_CONTEXTS: usize = 1024;
-
-/// Which operations of a kind a service accepts.
-pub(crate) struct OperationFilter {
-    bits: Option<Box<[u64]>>,
-}
-
-impl OperationFilter {
-    /// `None` or an empty list accepts every operation (seed 001: null and
-    /// 0 trace all operations).
-    pub(crate) fn new(kind: Kind, operations: Option<&[u32]>) -> Result<OperationFilter> {
-        let Some(ops) = operations.filter(|o| !o.is_empty()) else {
-            return Ok(OperationFilter { bits: None });
-        };
-        let count = kind.operation_count();
-        let mut bits = vec![0u64; (count as usize).div_ceil(64)].into_boxed_slice();
-        for &op in ops {
-            if op >= count {
-                return Err(Error::UnknownOperation {
-                    kind: kind.name(),
-                    operation: op,
-                    count,
-                });
-            }
-            bits[op as usize / 64] |= 1 << (op % 64);
-        }
-        Ok(OperationFilter { bits: Some(bits) })
-    }
-
-    /// Whether `operation` passes. Never allocates or locks.
-    #[inline]
-    pub(crate) fn allows(&self, operation: u32) -> bool {
-        match &self.bits {
-            None => true,
-            Some(bits) => bits
-                .get(operation as usize / 64)
-                .is_some_and(|w| w & (1 << (operation % 64)) != 0),
-        }
-    }
-}
-
-pub(crate) struct BufferService {
-    pub(crate) filter: OperationFilter,
-    pub(crate) buffer: &'static BufferInner,
-}
 
 pub(crate) struct ContextInner {
     pub(crate) id: u64,

@@ -8,71 +8,15 @@
 //! are leaked, so a producer racing with `stop` still holds valid pointers.
 
 use crate::buffer::Emplace;
+use crate::buffer_tracing::BufferService;
 use crate::callback_tracing::{CallbackScope, CallbackService};
-use crate::context::BufferService;
 use crate::kind::{Kind, KIND_SLOTS};
 use crate::record::{
     frames_as_bytes, MarkerRecord, Payload, SampleRecord, MAX_MARKER_TEXT, MAX_SAMPLE_FRAMES,
 };
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use crate::service_table::Table;
 
-/// Most contexts that may trace one kind at the same time, per service sort.
-pub const MAX_ACTIVE_SERVICES_PER_KIND: usize = 16;
-
-struct Table<T> {
-    count: AtomicUsize,
-    slots: [AtomicPtr<T>; MAX_ACTIVE_SERVICES_PER_KIND],
-}
-
-impl<T: 'static> Table<T> {
-    const fn new() -> Self {
-        Table {
-            count: AtomicUsize::new(0),
-            slots: [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_ACTIVE_SERVICES_PER_KIND],
-        }
-    }
-
-    fn insert(&self, svc: &'static T) -> bool {
-        let p = svc as *const T as *mut T;
-        for slot in &self.slots {
-            if slot
-                .compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-            {
-                self.count.fetch_add(1, Ordering::AcqRel);
-                return true;
-            }
-        }
-        false
-    }
-
-    fn remove(&self, svc: &'static T) {
-        let p = svc as *const T as *mut T;
-        for slot in &self.slots {
-            if slot
-                .compare_exchange(p, std::ptr::null_mut(), Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-            {
-                self.count.fetch_sub(1, Ordering::AcqRel);
-                return;
-            }
-        }
-    }
-
-    #[inline]
-    fn for_each(&self, mut f: impl FnMut(&'static T)) {
-        if self.count.load(Ordering::Relaxed) == 0 {
-            return;
-        }
-        for slot in &self.slots {
-            let p = slot.load(Ordering::Acquire);
-            // SAFETY: non-null slots hold leaked `&'static T` services.
-            if let Some(svc) = unsafe { p.as_ref() } {
-                f(svc);
-            }
-        }
-    }
-}
+pub use crate::service_table::MAX_ACTIVE_SERVICES_PER_KIND;
 
 static BUFFER_TABLES: [Table<BufferService>; KIND_SLOTS] = [const { Table::new() }; KIND_SLOTS];
 static CALLBACK_TABLES: [Table<CallbackService>; KIND_SLOTS] = [const { Table::new() }; KIND_SLOTS];
@@ -101,15 +45,6 @@ pub fn forget_contexts_after_fork() {
     }
     for table in &CALLBACK_TABLES {
         table.clear();
-    }
-}
-
-impl<T> Table<T> {
-    fn clear(&self) {
-        for slot in &self.slots {
-            slot.store(std::ptr::null_mut(), Ordering::Release);
-        }
-        self.count.store(0, Ordering::Release);
     }
 }
 
@@ -153,7 +88,7 @@ pub fn emit_bytes(kind: Kind, operation: u32, head: &[u8], tail: &[u8]) -> Emitt
 /// load; lets producers skip building a record).
 #[inline]
 pub fn is_traced(kind: Kind) -> bool {
-    BUFFER_TABLES[kind as usize].count.load(Ordering::Relaxed) != 0
+    !BUFFER_TABLES[kind as usize].is_empty()
 }
 
 pub(crate) fn prepare_sample<'a>(

@@ -1,5 +1,7 @@
-//! The C ABI: handle types, callback signatures and the versioned function
-//! table (`strobe_tool_api_t`) handed to tool libraries.
+//! The C ABI: the versioned function table (`strobe_tool_api_t`) handed to
+//! tool libraries, and in one place every type of it (the handles are
+//! defined in `ids`, the callback signatures with the buffers and the
+//! callback tracing services that call them).
 //!
 //! Owns the translation between C calls and the Rust API: null checks,
 //! status codes, catching panics at the boundary (none may unwind into C).
@@ -8,12 +10,12 @@
 //! symbol from the host: everything goes through the table.
 
 use crate::buffer::{self, BufferOptions, BufferStats, Callback, Policy};
-use crate::callback_tracing::{CallbackFn, CallbackRecord, UserData};
+use crate::buffer_setup::create_buffer;
+use crate::callback_thread::CallbackThread;
+use crate::callback_tracing::CallbackFn;
 use crate::context::Context;
-use crate::delivery::CallbackThread;
 use crate::error::{status, status_name, Error};
 use crate::kind::{self, Kind};
-use crate::record::RecordHeader;
 use std::ffi::{c_char, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
@@ -25,47 +27,9 @@ pub const API_VERSION_MINOR: u32 = 0;
 /// `STROBE_TOOL_API_VERSION`: `major << 16 | minor`.
 pub const API_VERSION: u32 = (API_VERSION_MAJOR << 16) | API_VERSION_MINOR;
 
-/// `strobe_context_id_t`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ContextId {
-    /// Non-zero for a valid context.
-    pub handle: u64,
-}
-
-/// `strobe_buffer_id_t`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct BufferId {
-    /// Non-zero for a valid buffer.
-    pub handle: u64,
-}
-
-/// `strobe_callback_thread_t`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct CallbackThreadId {
-    /// Non-zero for a valid callback thread.
-    pub handle: u64,
-}
-
-/// `strobe_buffer_callback_t`: receives a batch of records; a non-zero
-/// return is reported as a callback failure and delivery goes on.
-pub type CBufferCallback = unsafe extern "C" fn(
-    context: ContextId,
-    buffer: BufferId,
-    headers: *const RecordHeader,
-    num_headers: usize,
-    callback_data: *mut c_void,
-    drop_count: u64,
-) -> i32;
-
-/// `strobe_callback_tracing_cb_t`.
-pub type CCallbackTracingFn = unsafe extern "C" fn(
-    record: *const CallbackRecord,
-    user_data: *mut UserData,
-    callback_data: *mut c_void,
-);
+pub use crate::buffer::CBufferCallback;
+pub use crate::callback_tracing::CCallbackTracingFn;
+pub use crate::ids::{BufferId, CallbackThreadId, ContextId};
 
 /// `strobe_kind_iterate_cb_t`: return non-zero to stop.
 pub type CIterateKindsFn = unsafe extern "C" fn(kind: u32, data: *mut c_void) -> i32;
@@ -250,7 +214,7 @@ unsafe extern "C" fn c_create_buffer(
                 "create_buffer: policy {policy} (use STROBE_BUFFER_POLICY_LOSSLESS or _DISCARD)"
             ))
         })?;
-        let b = buffer::create_buffer(
+        let b = create_buffer(
             ctx.handle,
             BufferOptions::new(size, watermark, policy),
             Callback::C {

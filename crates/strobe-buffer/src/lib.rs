@@ -26,16 +26,23 @@
 
 mod block;
 pub mod buffer;
+mod buffer_setup;
+mod buffer_tracing;
+mod callback_thread;
 pub mod callback_tracing;
 pub mod context;
 pub mod delivery;
 pub mod dispatch;
 pub mod error;
 pub mod ffi;
+mod filter;
 mod handoff;
+mod ids;
 pub mod kind;
+mod page;
 pub mod record;
 mod registry;
+mod service_table;
 pub mod thread_index;
 pub mod tool;
 mod warn;
