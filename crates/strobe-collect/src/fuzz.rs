@@ -141,13 +141,10 @@ pub fn survives(bytes: &[u8], dir: &Path, race_seed: Option<u64>) -> Result<(), 
 /// Writes pseudo-random bytes into the first `span` bytes of the
 /// segment, one at a time, until `stop`.
 fn race(program: &std::fs::File, span: usize, seed: u64, stop: &AtomicBool) {
-    let mut state = seed | 1;
+    let mut rng = fastrand::Rng::with_seed(seed);
     while !stop.load(Ordering::Relaxed) && span > 0 {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        let at = state % span as u64;
-        let _ = program.write_at(&[(state >> 32) as u8], at);
+        let at = rng.u64(..span as u64);
+        let _ = program.write_at(&[rng.u8(..)], at);
     }
 }
 
@@ -296,21 +293,17 @@ pub fn unpack(file: &[u8]) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
-/// A small, seedable pseudo-random generator (splitmix64): the same seed
-/// gives the same mutations on every machine.
-pub struct Rng(u64);
+/// The fuzzer's seedable pseudo-random generator (fastrand's): the same
+/// seed gives the same mutations on every machine.
+pub struct Rng(fastrand::Rng);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(fastrand::Rng::with_seed(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.u64(..)
     }
 
     /// A number below `n` (0 when `n` is 0).
@@ -318,7 +311,7 @@ impl Rng {
         if n == 0 {
             0
         } else {
-            (self.next_u64() % n as u64) as usize
+            self.0.usize(..n)
         }
     }
 }

@@ -36,17 +36,16 @@ fn timespec(ns: u64) -> libc::timespec {
     }
 }
 
-/// A uniformly drawn point in `1..=period_ns` (a splitmix64 step over
-/// the clock and a per-process counter: statistically independent draws,
-/// nothing more is needed).
+/// A uniformly drawn point in `1..=period_ns`: the first draw of a
+/// generator seeded with the clock and a per-process counter
+/// (statistically independent draws, nothing more is needed). A seeded
+/// generator on the stack, not fastrand's thread-local one: this runs
+/// before `main` (stage 2 arms the first timers) and allocates nothing.
 fn first_expiry(period_ns: u64) -> u64 {
     static DRAWS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = DRAWS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let mut z = strobe_core::clock::now_ns() ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^= z >> 31;
-    1 + z % period_ns.max(1)
+    let seed = strobe_core::clock::now_ns() ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    fastrand::Rng::with_seed(seed).u64(1..=period_ns.max(1))
 }
 
 impl ThreadTimer {

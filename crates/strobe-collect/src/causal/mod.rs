@@ -138,7 +138,7 @@ pub struct Controller {
     /// unit's experiments cover the list evenly.
     decks: HashMap<u32, Vec<f64>>,
     length_ns: u64,
-    rng: u64,
+    rng: fastrand::Rng,
     /// Said once, in the run's notes.
     notes: Vec<String>,
     /// Experiments that began.
@@ -182,21 +182,15 @@ impl Controller {
             counts: HashMap::new(),
             decks: HashMap::new(),
             length_ns: MIN_EXPERIMENT_NS.max(100 * options.period_ns),
-            rng: options.seed ^ (pid as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
+            rng: fastrand::Rng::with_seed(
+                options.seed ^ (pid as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            ),
             notes,
             started: 0,
             ended: 0,
             unmapped: None,
             fixed: None,
         }
-    }
-
-    fn random(&mut self) -> u64 {
-        // xorshift64*
-        self.rng ^= self.rng >> 12;
-        self.rng ^= self.rng << 25;
-        self.rng ^= self.rng >> 27;
-        self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
     /// One step: reads the samples' in-scope addresses, starts and ends
@@ -355,7 +349,7 @@ impl Controller {
         if self.candidates.len() < MAX_CANDIDATES {
             self.candidates.push(unit);
         } else {
-            let at = self.random() % self.offered;
+            let at = self.rng.u64(..self.offered);
             if let Some(slot) = self.candidates.get_mut(at as usize) {
                 *slot = unit;
             }
@@ -365,7 +359,7 @@ impl Controller {
     /// A unit drawn from the recent in-scope samples (so in proportion to
     /// their counts); the list starts over.
     fn take_candidate(&mut self) -> u32 {
-        let at = (self.random() % self.candidates.len() as u64) as usize;
+        let at = self.rng.usize(..self.candidates.len());
         let unit = self.candidates[at];
         self.candidates.clear();
         self.offered = 0;
@@ -388,10 +382,7 @@ impl Controller {
         let mut deck = self.decks.remove(&unit).unwrap_or_default();
         if deck.is_empty() {
             deck = nonzero;
-            for i in (1..deck.len()).rev() {
-                let j = (self.random() % (i as u64 + 1)) as usize;
-                deck.swap(i, j);
-            }
+            self.rng.shuffle(&mut deck);
         }
         let speedup = deck.pop().unwrap_or(0.0);
         self.decks.insert(unit, deck);
