@@ -453,30 +453,13 @@ impl Process {
         }
     }
 
+    /// Applies one event record of thread `tid`: `kind`, its argument and
+    /// its bytes, stamped `at`.
     fn event(&mut self, tid: i32, kind: u16, arg: u32, at: u64, bytes: &[u8], options: &Options) {
         let text = || String::from_utf8_lossy(bytes).into_owned();
         match kind {
-            event::THREAD_START => {
-                let name = text();
-                match &mut self.profile {
-                    Some(p) => {
-                        let r = p.thread_seen(tid, Some(at), &name);
-                        p.note(r);
-                    }
-                    None => {
-                        self.thread_starts.insert(tid, (at, name));
-                    }
-                }
-            }
-            event::THREAD_END if bytes.len() >= 8 => {
-                let cpu_ns = u64::from_le_bytes(bytes[..8].try_into().unwrap_or_default());
-                self.ended_cpu.insert(tid, cpu_ns);
-                let name = String::from_utf8_lossy(&bytes[8..]);
-                if let Some(p) = &mut self.profile {
-                    let r = p.end_thread(tid, &name, at);
-                    p.note(r);
-                }
-            }
+            event::THREAD_START => self.thread_start(tid, at, text()),
+            event::THREAD_END if bytes.len() >= 8 => self.thread_end(tid, at, bytes),
             event::THREAD_NAME => {
                 if let Some(p) = self.profile(options) {
                     let r = p.name_thread(tid, &text());
@@ -490,27 +473,7 @@ impl Process {
                 }
             }
             event::REGION_BEGIN | event::MARK => {
-                if self.profile(options).is_none() {
-                    return;
-                }
-                let (strings, Some(p)) = (&self.strings, &mut self.profile) else {
-                    return;
-                };
-                let r = p
-                    .runtime_text(arg, || {
-                        strings
-                            .get(&arg)
-                            .cloned()
-                            .unwrap_or_else(|| format!("string {arg}"))
-                    })
-                    .and_then(|name| {
-                        if kind == event::MARK {
-                            p.mark(tid, name, at)
-                        } else {
-                            p.region_begin(tid, name, at, counter_readings(bytes).collect())
-                        }
-                    });
-                p.note(r);
+                self.region_begin_or_mark(tid, kind, arg, at, bytes, options)
             }
             event::REGION_END => {
                 if let Some(p) = &mut self.profile {
@@ -520,95 +483,167 @@ impl Process {
                 }
             }
             event::NOTE => self.notes.push(text()),
-            event::MPI_CALL => {
-                let Some(call) = crate::mpi::call(bytes) else {
-                    return;
-                };
-                if let Some(p) = self.profile(options) {
-                    let r = p.mpi_call(tid, &call, at);
-                    p.note(r);
-                }
-            }
-            event::MPI_CLOCK => {
-                let Some((sync, rank, world_size)) = crate::mpi::clock(bytes) else {
-                    return;
-                };
-                let launched = options.settings.iter().any(|(k, _)| k == "mpi.rank");
-                if let Some(p) = self.profile(options) {
-                    // MPI started without a launcher (a singleton): the
-                    // rank is known from MPI only.
-                    if !launched && sync.phase == "init" {
-                        p.setting("mpi.rank", &rank.to_string());
-                        p.setting("mpi.world_size", &world_size.to_string());
-                    }
-                    let r = p.clock_sync(&sync);
-                    p.note(r);
-                }
-            }
-            event::XPTI_STREAM => {
-                self.xpti_initialized = true;
-                if arg == 0 {
-                    let (stream, why) = bytes
-                        .iter()
-                        .position(|&b| b == 0)
-                        .map_or((bytes, &[][..]), |i| (&bytes[..i], &bytes[i + 1..]));
-                    self.xpti_missing.get_or_insert((
-                        String::from_utf8_lossy(stream).into_owned(),
-                        String::from_utf8_lossy(why).into_owned(),
-                    ));
-                } else {
-                    self.xpti_streams.insert(arg, text());
-                }
-            }
-            event::XPTI => {
-                let Some(x) = read::<XptiBody>(bytes) else {
-                    return;
-                };
-                let name = match self.strings.get(&arg) {
-                    Some(text) if arg != 0 => text.clone(),
-                    _ => format!("event {}", x.unique_id),
-                };
-                let counters = counter_readings(&bytes[std::mem::size_of::<XptiBody>()..]);
-                let counters = counters.collect();
-                let stream = self.xpti_streams.get(&x.stream_id).cloned();
-                if let Some(p) = self.profile(options) {
-                    let r = p.xpti(
-                        tid,
-                        x.trace_type,
-                        x.unique_id,
-                        x.instance,
-                        &name,
-                        stream.as_deref(),
-                        at,
-                        counters,
-                    );
-                    p.note(r);
-                }
-            }
-            event::MODULE => {
-                // A module that ends before it starts, or whose code lies
-                // below its load bias, is no module.
-                let Some(m) = read::<ModuleBody>(bytes).filter(|m| {
-                    m.bias <= m.text_start
-                        && m.text_start <= m.text_end
-                        && m.mapped_start <= m.mapped_end
-                }) else {
-                    return;
-                };
-                let rest = &bytes[std::mem::size_of::<ModuleBody>()..];
-                let id_len = (m.build_id_len as usize).min(rest.len());
-                let module = Module {
-                    build_id: rest[..id_len].iter().map(|b| format!("{b:02x}")).collect(),
-                    path: String::from_utf8_lossy(&rest[id_len..]).into_owned(),
-                    bias: m.bias,
-                    text: m.text_start..m.text_end,
-                    mapped: m.mapped_start..m.mapped_end,
-                };
-                if !self.modules.contains(&module) {
-                    self.modules.push(module);
-                }
-            }
+            event::MPI_CALL => self.mpi_call(tid, at, bytes, options),
+            event::MPI_CLOCK => self.mpi_clock(bytes, options),
+            event::XPTI_STREAM => self.xpti_stream(arg, bytes),
+            event::XPTI => self.xpti(tid, arg, at, bytes, options),
+            event::MODULE => self.module(bytes),
             _ => {}
+        }
+    }
+
+    /// A thread started: into the database, or remembered until there is one.
+    fn thread_start(&mut self, tid: i32, at: u64, name: String) {
+        match &mut self.profile {
+            Some(p) => {
+                let r = p.thread_seen(tid, Some(at), &name);
+                p.note(r);
+            }
+            None => {
+                self.thread_starts.insert(tid, (at, name));
+            }
+        }
+    }
+
+    /// A thread ended: its CPU time (the first 8 bytes) and its name.
+    fn thread_end(&mut self, tid: i32, at: u64, bytes: &[u8]) {
+        let cpu_ns = u64::from_le_bytes(bytes[..8].try_into().unwrap_or_default());
+        self.ended_cpu.insert(tid, cpu_ns);
+        let name = String::from_utf8_lossy(&bytes[8..]);
+        if let Some(p) = &mut self.profile {
+            let r = p.end_thread(tid, &name, at);
+            p.note(r);
+        }
+    }
+
+    /// A region began, or a marker (`kind`), named by string `arg`.
+    fn region_begin_or_mark(
+        &mut self,
+        tid: i32,
+        kind: u16,
+        arg: u32,
+        at: u64,
+        bytes: &[u8],
+        options: &Options,
+    ) {
+        if self.profile(options).is_none() {
+            return;
+        }
+        let (strings, Some(p)) = (&self.strings, &mut self.profile) else {
+            return;
+        };
+        let r = p
+            .runtime_text(arg, || {
+                strings
+                    .get(&arg)
+                    .cloned()
+                    .unwrap_or_else(|| format!("string {arg}"))
+            })
+            .and_then(|name| {
+                if kind == event::MARK {
+                    p.mark(tid, name, at)
+                } else {
+                    p.region_begin(tid, name, at, counter_readings(bytes).collect())
+                }
+            });
+        p.note(r);
+    }
+
+    /// An MPI call the wrappers saw.
+    fn mpi_call(&mut self, tid: i32, at: u64, bytes: &[u8], options: &Options) {
+        let Some(call) = crate::mpi::call(bytes) else {
+            return;
+        };
+        if let Some(p) = self.profile(options) {
+            let r = p.mpi_call(tid, &call, at);
+            p.note(r);
+        }
+    }
+
+    /// A comparison of this rank's clock with rank 0's.
+    fn mpi_clock(&mut self, bytes: &[u8], options: &Options) {
+        let Some((sync, rank, world_size)) = crate::mpi::clock(bytes) else {
+            return;
+        };
+        let launched = options.settings.iter().any(|(k, _)| k == "mpi.rank");
+        if let Some(p) = self.profile(options) {
+            // MPI started without a launcher (a singleton): the
+            // rank is known from MPI only.
+            if !launched && sync.phase == "init" {
+                p.setting("mpi.rank", &rank.to_string());
+                p.setting("mpi.world_size", &world_size.to_string());
+            }
+            let r = p.clock_sync(&sync);
+            p.note(r);
+        }
+    }
+
+    /// An XPTI stream the runtime subscribed to (`arg`, its id), or (`arg`
+    /// 0) the stream it could not subscribe to and why.
+    fn xpti_stream(&mut self, arg: u32, bytes: &[u8]) {
+        self.xpti_initialized = true;
+        if arg == 0 {
+            let (stream, why) = bytes
+                .iter()
+                .position(|&b| b == 0)
+                .map_or((bytes, &[][..]), |i| (&bytes[..i], &bytes[i + 1..]));
+            self.xpti_missing.get_or_insert((
+                String::from_utf8_lossy(stream).into_owned(),
+                String::from_utf8_lossy(why).into_owned(),
+            ));
+        } else {
+            self.xpti_streams
+                .insert(arg, String::from_utf8_lossy(bytes).into_owned());
+        }
+    }
+
+    /// An XPTI notification, named by string `arg`.
+    fn xpti(&mut self, tid: i32, arg: u32, at: u64, bytes: &[u8], options: &Options) {
+        let Some(x) = read::<XptiBody>(bytes) else {
+            return;
+        };
+        let name = match self.strings.get(&arg) {
+            Some(text) if arg != 0 => text.clone(),
+            _ => format!("event {}", x.unique_id),
+        };
+        let counters = counter_readings(&bytes[std::mem::size_of::<XptiBody>()..]);
+        let counters = counters.collect();
+        let stream = self.xpti_streams.get(&x.stream_id).cloned();
+        if let Some(p) = self.profile(options) {
+            let r = p.xpti(
+                tid,
+                x.trace_type,
+                x.unique_id,
+                x.instance,
+                &name,
+                stream.as_deref(),
+                at,
+                counters,
+            );
+            p.note(r);
+        }
+    }
+
+    /// A module the runtime announced, kept once.
+    fn module(&mut self, bytes: &[u8]) {
+        // A module that ends before it starts, or whose code lies
+        // below its load bias, is no module.
+        let Some(m) = read::<ModuleBody>(bytes).filter(|m| {
+            m.bias <= m.text_start && m.text_start <= m.text_end && m.mapped_start <= m.mapped_end
+        }) else {
+            return;
+        };
+        let rest = &bytes[std::mem::size_of::<ModuleBody>()..];
+        let id_len = (m.build_id_len as usize).min(rest.len());
+        let module = Module {
+            build_id: rest[..id_len].iter().map(|b| format!("{b:02x}")).collect(),
+            path: String::from_utf8_lossy(&rest[id_len..]).into_owned(),
+            bias: m.bias,
+            text: m.text_start..m.text_end,
+            mapped: m.mapped_start..m.mapped_end,
+        };
+        if !self.modules.contains(&module) {
+            self.modules.push(module);
         }
     }
 
