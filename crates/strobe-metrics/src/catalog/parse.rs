@@ -381,6 +381,61 @@ fn tracepoint(s: &str, roots: &Roots) -> Result<CounterSpec, CatalogError> {
 
 /// `pmu/body/modifiers`.
 fn pmu_form(s: &str, roots: &Roots) -> Result<CounterSpec, CatalogError> {
+    let (pmu, body, mods) = split_pmu_form(s)?;
+    if let Some(spec) = pseudo_pmu_form(s, pmu, body, mods, roots) {
+        return spec;
+    }
+    let m = parse_modifiers(s, mods)?;
+    let lower = pmu.to_ascii_lowercase();
+    if lower == "software" {
+        if let Some(g) = tables::SOFTWARE
+            .iter()
+            .find(|g| eq(g.name, body) || g.aliases.iter().any(|a| eq(a, body)))
+        {
+            return Ok(with_modifiers(software_spec(g), m, Some(":")));
+        }
+    }
+    if !sysfs::pmu_exists(roots, pmu) {
+        return absent_pmu_form(s, pmu, body, m, roots);
+    }
+    let type_ = sysfs::pmu_type(roots, pmu).map_err(|reason| CatalogError::Sysfs {
+        pmu: pmu.to_string(),
+        reason,
+    })?;
+    let formats = sysfs::formats(roots, pmu);
+    let (terms, alias) = match expand_terms(pmu, body, &formats, roots) {
+        Terms::Expanded(terms, alias) => (terms, alias),
+        Terms::Generic(spec) => return Ok(with_modifiers(spec, m, Some(":"))),
+    };
+    if terms.is_empty() {
+        return Err(CatalogError::Syntax {
+            spec: s.to_string(),
+            reason: format!(
+                "no terms between the slashes; PMU `{pmu}` takes {}",
+                term_list(&formats)
+            ),
+        });
+    }
+    let (words, display) = encode_terms(s, pmu, body, &terms, &formats, roots)?;
+    let name = display.unwrap_or_else(|| s.to_string());
+    let kind = if type_ == TYPE_SOFTWARE {
+        CounterKind::Software
+    } else if type_ == TYPE_TRACEPOINT {
+        CounterKind::Tracepoint
+    } else {
+        CounterKind::Raw
+    };
+    let mut spec = perf_spec(name, kind, pmu, type_, words, "");
+    if let Some(a) = alias {
+        spec.unit = a.unit;
+        spec.scale = a.scale;
+    }
+    Ok(with_modifiers(spec, m, None))
+}
+
+/// `pmu/body/modifiers` cut at its first and last slash: the PMU, the
+/// body, the modifiers (trimmed).
+fn split_pmu_form(s: &str) -> Result<(&str, &str, &str), CatalogError> {
     let first = s.find('/').unwrap_or(0);
     let last = s.rfind('/').unwrap_or(0);
     if last == first {
@@ -398,6 +453,19 @@ fn pmu_form(s: &str, roots: &Roots) -> Result<CounterSpec, CatalogError> {
             reason: "the PMU name before the first `/` is empty".into(),
         });
     }
+    Ok((pmu, body, mods))
+}
+
+/// The forms whose "PMU" is strobe's, not the kernel's: `rusage/field/`,
+/// `proc/field/`, `tool/duration_time/` (which take no modifiers). `None`
+/// for any other PMU.
+fn pseudo_pmu_form(
+    s: &str,
+    pmu: &str,
+    body: &str,
+    mods: &str,
+    roots: &Roots,
+) -> Option<Result<CounterSpec, CatalogError>> {
     let no_mods = |what: &str| -> Result<(), CatalogError> {
         if mods.is_empty() {
             Ok(())
@@ -408,10 +476,9 @@ fn pmu_form(s: &str, roots: &Roots) -> Result<CounterSpec, CatalogError> {
             })
         }
     };
-    match pmu.to_ascii_lowercase().as_str() {
-        "rusage" => {
-            no_mods("rusage")?;
-            return rusage_field(body)
+    let spec = match pmu.to_ascii_lowercase().as_str() {
+        "rusage" => no_mods("rusage").and_then(|()| {
+            rusage_field(body)
                 .map(rusage_spec)
                 .ok_or_else(|| CatalogError::Unknown {
                     name: s.to_string(),
@@ -422,11 +489,10 @@ fn pmu_form(s: &str, roots: &Roots) -> Result<CounterSpec, CatalogError> {
                             .flat_map(|f| f.names().iter().copied()),
                     )
                     .map(|n| format!("rusage/{n}/")),
-                });
-        }
-        "proc" => {
-            no_mods("proc")?;
-            return proc_field(body)
+                })
+        }),
+        "proc" => no_mods("proc").and_then(|()| {
+            proc_field(body)
                 .map(proc_spec)
                 .ok_or_else(|| CatalogError::Unknown {
                     name: s.to_string(),
@@ -435,59 +501,69 @@ fn pmu_form(s: &str, roots: &Roots) -> Result<CounterSpec, CatalogError> {
                         tables::PROC.iter().flat_map(|f| f.names().iter().copied()),
                     )
                     .map(|n| format!("proc/{n}/")),
-                });
-        }
-        "tool" => {
-            no_mods("tool")?;
+                })
+        }),
+        "tool" => no_mods("tool").and_then(|()| {
             if eq(body, "duration_time") {
-                return Ok(tool_spec(ToolCounter::DurationTime));
+                Ok(tool_spec(ToolCounter::DurationTime))
+            } else {
+                Err(unknown(s, roots))
             }
-            return Err(unknown(s, roots));
-        }
-        _ => {}
-    }
-    let m = parse_modifiers(s, mods)?;
-    let lower = pmu.to_ascii_lowercase();
-    if lower == "software" {
-        if let Some(g) = tables::SOFTWARE
-            .iter()
-            .find(|g| eq(g.name, body) || g.aliases.iter().any(|a| eq(a, body)))
-        {
-            return Ok(with_modifiers(software_spec(g), m, Some(":")));
-        }
-    }
-    if !sysfs::pmu_exists(roots, pmu) {
-        let known = sysfs::pmus(roots);
-        // perf's generic names under the core PMU's name (`cpu/cycles/`)
-        // work even where the PMU is absent, so the open says why.
-        if pmu == "cpu" {
-            if let Some(spec) = generic_hardware(body) {
-                return Ok(with_modifiers(spec, m, Some(":")));
-            }
-        }
-        let mut names: Vec<String> = known.clone();
-        names.extend(["rusage", "proc", "tool"].map(String::from));
-        return Err(CatalogError::UnknownPmu {
-            spec: s.to_string(),
-            pmu: pmu.to_string(),
-            suggestion: nearest(pmu, names.iter().map(String::as_str)),
-            known,
-        });
-    }
-    let type_ = sysfs::pmu_type(roots, pmu).map_err(|reason| CatalogError::Sysfs {
-        pmu: pmu.to_string(),
-        reason,
-    })?;
-    let formats = sysfs::formats(roots, pmu);
-    let is_format = |n: &str| formats.iter().any(|(f, _)| f == n);
-    let builtin = |n: &str| matches!(n, "config" | "config1" | "config2" | "config3");
+        }),
+        _ => return None,
+    };
+    Some(spec)
+}
 
-    // Expand named events into their terms; later terms fill `?` and
-    // override earlier ones of the same name.
+/// A PMU form naming a PMU this machine does not have: perf's generic
+/// names under the core PMU's name (`cpu/cycles/`) still resolve (the
+/// open then says why they cannot be counted); anything else is an
+/// unknown PMU, with the nearest name.
+fn absent_pmu_form(
+    s: &str,
+    pmu: &str,
+    body: &str,
+    m: Modifiers,
+    roots: &Roots,
+) -> Result<CounterSpec, CatalogError> {
+    let known = sysfs::pmus(roots);
+    if pmu == "cpu" {
+        if let Some(spec) = generic_hardware(body) {
+            return Ok(with_modifiers(spec, m, Some(":")));
+        }
+    }
+    let mut names: Vec<String> = known.clone();
+    names.extend(["rusage", "proc", "tool"].map(String::from));
+    Err(CatalogError::UnknownPmu {
+        spec: s.to_string(),
+        pmu: pmu.to_string(),
+        suggestion: nearest(pmu, names.iter().map(String::as_str)),
+        known,
+    })
+}
+
+/// What the terms of `pmu/body/` stand for.
+enum Terms {
+    /// The terms, named events expanded into theirs (later terms fill `?`
+    /// and override earlier ones of the same name), and the last named
+    /// event used.
+    Expanded(Vec<Term>, Option<sysfs::NamedEvent>),
+    /// A generic hardware event under a core PMU's name (`cpu/cycles/`).
+    Generic(CounterSpec),
+}
+
+/// Reads the terms of `body`, expanding the PMU's named events.
+fn expand_terms(
+    pmu: &str,
+    body: &str,
+    formats: &[(String, Result<Format, String>)],
+    roots: &Roots,
+) -> Terms {
+    let is_format = |n: &str| formats.iter().any(|(f, _)| f == n);
     let mut terms: Vec<Term> = Vec::new();
     let mut alias = None;
     for t in sysfs::parse_terms(body) {
-        if t.value.is_none() && !is_format(&t.name) && !builtin(&t.name) {
+        if t.value.is_none() && !is_format(&t.name) && !is_config_word(&t.name) {
             if let Some(ev) = sysfs::named_event(roots, pmu, &t.name) {
                 for at in sysfs::parse_terms(&ev.terms) {
                     merge(&mut terms, at);
@@ -500,24 +576,34 @@ fn pmu_form(s: &str, roots: &Roots) -> Result<CounterSpec, CatalogError> {
                     if let Source::Perf(ev) = &mut spec.source {
                         ev.pmu = pmu.to_string();
                     }
-                    return Ok(with_modifiers(spec, m, Some(":")));
+                    return Terms::Generic(spec);
                 }
             }
         }
         merge(&mut terms, t);
     }
-    if terms.is_empty() {
-        return Err(CatalogError::Syntax {
-            spec: s.to_string(),
-            reason: format!(
-                "no terms between the slashes; PMU `{pmu}` takes {}",
-                term_list(&formats)
-            ),
-        });
-    }
+    Terms::Expanded(terms, alias)
+}
+
+/// Whether `name` sets a configuration word directly (`config`,
+/// `config1`, `config2`, `config3`).
+fn is_config_word(name: &str) -> bool {
+    matches!(name, "config" | "config1" | "config2" | "config3")
+}
+
+/// The configuration words `terms` encode through the PMU's format
+/// layouts (or set directly), and the display name a `name=` term gives.
+fn encode_terms(
+    s: &str,
+    pmu: &str,
+    body: &str,
+    terms: &[Term],
+    formats: &[(String, Result<Format, String>)],
+    roots: &Roots,
+) -> Result<([u64; 4], Option<String>), CatalogError> {
     let mut words = [0u64; 4];
     let mut display = None;
-    for t in &terms {
+    for t in terms {
         let bad = |reason: String| CatalogError::BadValue {
             spec: s.to_string(),
             term: t.name.clone(),
@@ -548,7 +634,7 @@ fn pmu_form(s: &str, roots: &Roots) -> Result<CounterSpec, CatalogError> {
                 reason: format!("format/{}: {e}", t.name),
             })?;
             layout.encode(value, &mut words).map_err(bad)?;
-        } else if builtin(&t.name) {
+        } else if is_config_word(&t.name) {
             let i = match t.name.as_str() {
                 "config" => 0,
                 "config1" => 1,
@@ -573,20 +659,7 @@ fn pmu_form(s: &str, roots: &Roots) -> Result<CounterSpec, CatalogError> {
             });
         }
     }
-    let name = display.unwrap_or_else(|| s.to_string());
-    let kind = if type_ == TYPE_SOFTWARE {
-        CounterKind::Software
-    } else if type_ == TYPE_TRACEPOINT {
-        CounterKind::Tracepoint
-    } else {
-        CounterKind::Raw
-    };
-    let mut spec = perf_spec(name, kind, pmu, type_, words, "");
-    if let Some(a) = alias {
-        spec.unit = a.unit;
-        spec.scale = a.scale;
-    }
-    Ok(with_modifiers(spec, m, None))
+    Ok((words, display))
 }
 
 fn merge(terms: &mut Vec<Term>, t: Term) {
