@@ -53,7 +53,9 @@ pub(crate) fn create_buffer(
     buffer::register(ctx.id, capacity, thread, &options, callback)
 }
 
-pub(crate) fn assign(inner: &'static BufferInner, thread: u64) -> Result<()> {
+/// Moves buffer `inner` to callback thread `thread` (see
+/// [`Buffer::assign_callback_thread`]).
+fn assign(inner: &'static BufferInner, thread: u64) -> Result<()> {
     callback_thread::lookup(thread)?;
     let ctx = context::lookup(inner.context)?;
     if ctx.is_active() {
