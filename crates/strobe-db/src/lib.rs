@@ -25,7 +25,6 @@ pub mod error;
 pub mod federation;
 pub mod identity;
 pub mod inputs;
-mod intern;
 mod lookup;
 pub mod merge;
 pub mod mpi;
