@@ -36,7 +36,6 @@ pub mod scan;
 pub mod schema;
 pub mod stream;
 pub mod summary;
-mod summary_fold;
 pub mod symbols;
 pub mod synth;
 pub mod visit;
