@@ -22,6 +22,8 @@
 
 use std::path::{Path, PathBuf};
 
+use fastrand::Rng;
+
 use crate::writer::{
     Arg, CounterId, CounterInfo, FrameSymbols, ModuleId, ModuleRow, Region, SampleKind, SampleMeta,
     StackFrame, StringId, ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions,
@@ -90,27 +92,11 @@ const FN_SIZE: u64 = 0x200;
 /// The sampling period written as each sample's weight (ns, 1 kHz).
 pub const PERIOD_NS: u64 = 1_000_000;
 
-/// A deterministic random stream (splitmix64).
-#[derive(Debug, Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64, stream: u64) -> Rng {
-        let mut r = Rng(seed ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        r.next();
-        r
-    }
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// Uniform in `0..n` (`n` > 0).
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
+/// Random stream `stream` of a job seeded with `seed`: each rank, node
+/// and pooled stack draws from a stream of its own, so ranks can be
+/// written in any order, on any thread, and give the same rows.
+fn rng(seed: u64, stream: u64) -> Rng {
+    Rng::with_seed(seed ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 /// The function number `k` (0..200) as (module index, function index in it).
@@ -165,25 +151,25 @@ fn module_base(m: usize) -> u64 {
 /// communication path (halo exchange or reduction, an MPI call, Open MPI
 /// progress functions, `poll` or `memcpy`). Depth 5 to 20.
 fn stack_functions(seed: u64, k: u64) -> Vec<u64> {
-    let mut r = Rng::new(seed, 0x5741_434b ^ k);
+    let mut r = rng(seed, 0x5741_434b ^ k);
     let mut f = vec![0, 1, 2];
-    let depth = 5 + r.below(16) as usize;
+    let depth = 5 + r.u64(..16) as usize;
     if k.is_multiple_of(3) {
         f.push(if k.is_multiple_of(2) { 3 } else { 4 });
-        f.push(module_base(2) + r.below(5));
+        f.push(module_base(2) + r.u64(..5));
         while f.len() + 1 < depth {
-            f.push(module_base(2) + 5 + r.below(35));
+            f.push(module_base(2) + 5 + r.u64(..35));
         }
-        f.push(module_base(3) + r.below(2));
+        f.push(module_base(3) + r.u64(..2));
     } else {
-        f.push(5 + r.below(35));
+        f.push(5 + r.u64(..35));
         while f.len() + 1 < depth {
-            f.push(module_base(1) + r.below(70));
+            f.push(module_base(1) + r.u64(..70));
         }
         f.push(if k.is_multiple_of(5) {
-            module_base(5) + r.below(10)
+            module_base(5) + r.u64(..10)
         } else {
-            module_base(4) + r.below(15)
+            module_base(4) + r.u64(..15)
         });
     }
     f
@@ -242,7 +228,7 @@ pub fn write_rank(dir: &Path, spec: &JobSpec, rank: u32) -> Result<RankTotals> {
             error: e,
         })?;
     }
-    let mut r = Rng::new(spec.seed, 0x5241_4e4b_0000_0000 | u64::from(rank));
+    let mut r = rng(spec.seed, 0x5241_4e4b_0000_0000 | u64::from(rank));
     let (mut w, start_ns) = create_rank(&path, spec, rank, &mut r)?;
     // Threads: the main thread and two or three OpenMP workers.
     let nthreads = 3 + rank % 2;
@@ -251,7 +237,7 @@ pub fn write_rank(dir: &Path, spec: &JobSpec, rank: u32) -> Result<RankTotals> {
     let (task_clock, rss) = add_counters(&mut w)?;
 
     let n_samples = u64::from(spec.min_samples)
-        + r.below(u64::from(spec.max_samples.saturating_sub(spec.min_samples)) + 1);
+        + r.u64(..=u64::from(spec.max_samples.saturating_sub(spec.min_samples)));
     let steps = u64::from(spec.steps.max(1));
     // One sample per period per thread: the run lasts as long as that takes.
     let run_ns = (n_samples / u64::from(nthreads) + 1) * PERIOD_NS;
@@ -299,14 +285,14 @@ fn create_rank(path: &Path, spec: &JobSpec, rank: u32, r: &mut Rng) -> Result<(W
     let pid = pid_of(spec, rank);
     // Every node's monotonic clock has its own origin (its boot time).
     let node_origin =
-        1_000_000_000_000 + (Rng::new(spec.seed, u64::from(node)).below(50_000)) * 1_000_000;
-    let start_ns = node_origin + r.below(5_000_000);
+        1_000_000_000_000 + (rng(spec.seed, u64::from(node)).u64(..50_000)) * 1_000_000;
+    let start_ns = node_origin + r.u64(..5_000_000);
     let info = ProcessInfo {
         pid,
         ppid: 39_999,
         init_ns: start_ns,
         start_ns,
-        start_unix_ns: 1_795_000_000_000_000_000 + spec.seed * 1_000_000_000 + r.below(5_000_000),
+        start_unix_ns: 1_795_000_000_000_000_000 + spec.seed * 1_000_000_000 + r.u64(..5_000_000),
         command: format!("/opt/synth/bin/solver --steps {} --grid 512", spec.steps),
         environment: vec![("OMPI_COMM_WORLD_RANK".into(), rank.to_string())],
     };
@@ -371,7 +357,7 @@ fn add_stacks(
 ) -> Result<Vec<Vec<StackFrame>>> {
     let mut modules: Vec<ModuleId> = Vec::new();
     for (m, (path, n)) in MODULES.iter().enumerate() {
-        let load = 0x7f00_0000_0000 + ((m as u64) << 32) + (r.below(4096) << 16);
+        let load = 0x7f00_0000_0000 + ((m as u64) << 32) + (r.u64(..4096) << 16);
         modules.push(w.add_module(&ModuleRow {
             path,
             build_id: Some(&format!("{:040x}", m as u64 * 0x1111_1111 + 0xabc)),
@@ -466,8 +452,8 @@ fn write_samples(
     for i in 0..n_samples {
         let th = (i % nthreads) as usize;
         let ts = s.t0 + (i / nthreads) * PERIOD_NS + th as u64 * 1_000;
-        let mut k = (r.below(STACKS) * r.below(STACKS)) / STACKS; // skewed
-        let off_cpu = th == 0 && r.below(10) == 0;
+        let mut k = (r.u64(..STACKS) * r.u64(..STACKS)) / STACKS; // skewed
+        let off_cpu = th == 0 && r.u64(..10) == 0;
         if off_cpu && !k.is_multiple_of(3) {
             k -= k % 3; // a communication stack
         }
@@ -475,7 +461,7 @@ fn write_samples(
             SampleMeta {
                 timestamp_ns: ts,
                 kind: SampleKind::OffCpu,
-                weight_ns: 100_000 + r.below(5_000_000),
+                weight_ns: 100_000 + r.u64(..5_000_000),
             }
         } else {
             SampleMeta::cpu(ts, PERIOD_NS)
@@ -483,7 +469,7 @@ fn write_samples(
         w.append_sample(s.tracks[th], meta, &s.stacks[k as usize])?;
         totals.samples += 1;
         if !off_cpu {
-            let v = (PERIOD_NS - r.below(PERIOD_NS / 10)) as f64;
+            let v = (PERIOD_NS - r.u64(..PERIOD_NS / 10)) as f64;
             w.append_counter_sample(s.task_clock, Some(s.tracks[th]), ts, v)?;
             totals.counter_samples += 1;
         }
@@ -640,7 +626,7 @@ impl Emitter<'_> {
         step_ns: u64,
     ) -> Result<()> {
         let e = s + step_ns - 1_000;
-        let compute_end = s + step_ns * (60 + r.below(25)) / 100;
+        let compute_end = s + step_ns * (60 + r.u64(..25)) / 100;
         let user = self.user;
         self.emit(w, 0, s + 1_000, compute_end, "compute", user, &[])?;
         let t = self.halo_exchange(w, r, ring, step, compute_end + 2_000, step_ns)?;
@@ -657,7 +643,7 @@ impl Emitter<'_> {
         let omp = self.omp;
         for th in 1..self.threads.len() {
             let ws = s + 2_000 + th as u64 * 500;
-            let we = compute_end - r.below(step_ns / 10 + 1).min(compute_end - ws - 1);
+            let we = compute_end - r.u64(..=step_ns / 10).min(compute_end - ws - 1);
             self.emit(w, th, ws, we, "omp parallel", omp, &[])?;
         }
         Ok(())
@@ -713,7 +699,7 @@ impl Emitter<'_> {
             ],
         )?;
         t += 4_000;
-        let wait = 10_000 + r.below(step_ns / 20 + 1);
+        let wait = 10_000 + r.u64(..=step_ns / 20);
         let recv_key = message_key(ring.left, ring.rank, step_tag(step), "world", step);
         self.emit(
             w,
@@ -747,7 +733,7 @@ impl Emitter<'_> {
         step_ns: u64,
     ) -> Result<()> {
         let (mpi, world) = (self.mpi, &ring.world);
-        let reduce = 5_000 + r.below(step_ns / 50 + 1);
+        let reduce = 5_000 + r.u64(..=step_ns / 50);
         self.emit(
             w,
             0,
@@ -763,7 +749,7 @@ impl Emitter<'_> {
         )?;
         t += reduce + 1_000;
         if step % 10 == 9 {
-            let barrier = 2_000 + r.below(step_ns / 50 + 1);
+            let barrier = 2_000 + r.u64(..=step_ns / 50);
             self.emit(
                 w,
                 0,
