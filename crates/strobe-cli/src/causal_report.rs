@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use clap::Args;
-use strobe_db::causal::{self, AnalysisOptions, Baseline, Curve};
+use strobe_db::causal::{self, AnalysisOptions, Baseline, Curve, CurvePoint};
 use strobe_db::DbError;
 
 use crate::output::{Cell, Format, TableOut};
@@ -352,49 +352,28 @@ fn nice_step(range: f64) -> f64 {
         .unwrap_or(10.0 * mag)
 }
 
+/// Width of one panel of the SVG (px).
+const PANEL_W: f64 = 380.0;
+/// Height of one panel (px).
+const PANEL_H: f64 = 270.0;
+/// Height of the title line above the panels (px).
+const HEAD: f64 = 40.0;
+/// Margins of a panel's plot: left, right, top and bottom (px).
+const LEFT: f64 = 62.0;
+const RIGHT: f64 = 18.0;
+const TOP: f64 = 52.0;
+const BOTTOM: f64 = 42.0;
+
 /// The speedup curves of `curves` (at most [`SVG_CURVES`]): one panel each,
 /// x = the selection's virtual speedup (0–100%), y = program speedup (%,
 /// one scale for all panels), each point with its 95% interval, and the
 /// fitted line through the origin.
 fn svg_curves(curves: &[Curve]) -> String {
-    const PANEL_W: f64 = 380.0;
-    const PANEL_H: f64 = 270.0;
-    const HEAD: f64 = 40.0;
-    const LEFT: f64 = 62.0;
-    const RIGHT: f64 = 18.0;
-    const TOP: f64 = 52.0;
-    const BOTTOM: f64 = 42.0;
     let cols = curves.len().clamp(1, 3);
     let rows = curves.len().div_ceil(3).max(1);
     let width = PANEL_W * cols as f64;
     let height = HEAD + PANEL_H * rows as f64;
-    // One y scale for every panel, as Coz's viewer draws them.
-    let (mut lo, mut hi) = (0.0f64, 0.0f64);
-    for c in curves {
-        for p in &c.points {
-            for v in [p.program_speedup, p.ci_low, p.ci_high] {
-                if v.is_finite() {
-                    lo = lo.min(v);
-                    hi = hi.max(v);
-                }
-            }
-        }
-        if let Some(p) = c.at_largest() {
-            let fit = c.slope * p.speedup;
-            if fit.is_finite() {
-                lo = lo.min(fit);
-                hi = hi.max(fit);
-            }
-        }
-    }
-    if hi - lo < 1e-6 {
-        lo -= 0.1;
-        hi += 0.1;
-    }
-    let step = nice_step(hi - lo);
-    let lo = (lo / step).floor() * step;
-    let hi = (hi / step).ceil() * step;
-
+    let scale = YScale::of(curves);
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -413,18 +392,101 @@ fn svg_curves(curves: &[Curve]) -> String {
         );
     }
     for (k, c) in curves.iter().enumerate() {
+        Panel::at(k, &scale).draw(&mut s, k, c);
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The y axis every panel shares, as Coz's viewer draws them: from `lo`
+/// to `hi` (program speedup, multiples of `step`) over every point, its
+/// interval and the fitted line.
+struct YScale {
+    lo: f64,
+    hi: f64,
+    step: f64,
+}
+
+impl YScale {
+    fn of(curves: &[Curve]) -> YScale {
+        let (mut lo, mut hi) = (0.0f64, 0.0f64);
+        for c in curves {
+            for p in &c.points {
+                for v in [p.program_speedup, p.ci_low, p.ci_high] {
+                    if v.is_finite() {
+                        lo = lo.min(v);
+                        hi = hi.max(v);
+                    }
+                }
+            }
+            if let Some(p) = c.at_largest() {
+                let fit = c.slope * p.speedup;
+                if fit.is_finite() {
+                    lo = lo.min(fit);
+                    hi = hi.max(fit);
+                }
+            }
+        }
+        if hi - lo < 1e-6 {
+            lo -= 0.1;
+            hi += 0.1;
+        }
+        let step = nice_step(hi - lo);
+        YScale {
+            lo: (lo / step).floor() * step,
+            hi: (hi / step).ceil() * step,
+            step,
+        }
+    }
+}
+
+/// Where panel `k` lies: its corner (`ox`, `oy`), its plot's corner
+/// (`x0`, `y0`) and size (`pw`, `ph`), and the y scale.
+struct Panel<'a> {
+    ox: f64,
+    oy: f64,
+    x0: f64,
+    y0: f64,
+    pw: f64,
+    ph: f64,
+    y: &'a YScale,
+}
+
+impl Panel<'_> {
+    /// Panel `k`: three to a row.
+    fn at(k: usize, y: &YScale) -> Panel<'_> {
         let ox = PANEL_W * (k % 3) as f64;
         let oy = HEAD + PANEL_H * (k / 3) as f64;
-        let (x0, y0) = (ox + LEFT, oy + TOP);
-        let (pw, ph) = (PANEL_W - LEFT - RIGHT, PANEL_H - TOP - BOTTOM);
-        let xs = |v: f64| x0 + v * pw;
-        let ys = |v: f64| y0 + (hi - v) / (hi - lo) * ph;
+        Panel {
+            ox,
+            oy,
+            x0: ox + LEFT,
+            y0: oy + TOP,
+            pw: PANEL_W - LEFT - RIGHT,
+            ph: PANEL_H - TOP - BOTTOM,
+            y,
+        }
+    }
+
+    /// The x of a selection speedup `v` (0–1).
+    fn xs(&self, v: f64) -> f64 {
+        self.x0 + v * self.pw
+    }
+
+    /// The y of a program speedup `v`.
+    fn ys(&self, v: f64) -> f64 {
+        self.y0 + (self.y.hi - v) / (self.y.hi - self.y.lo) * self.ph
+    }
+
+    /// Curve `c`, the `k`-th, in this panel: titles, grid and axes, the
+    /// fitted line and the points.
+    fn draw(&self, s: &mut String, k: usize, c: &Curve) {
         let _ = writeln!(s, r##"<g class="curve" id="curve{}">"##, k + 1);
         let _ = writeln!(
             s,
             r##"<text x="{}" y="{}" font-size="12" font-weight="bold"><title>{}</title>{}. {}</text>"##,
-            ox + 10.0,
-            oy + 16.0,
+            self.ox + 10.0,
+            self.oy + 16.0,
             xml(&c.selection),
             k + 1,
             xml(&elide(&c.selection, 52))
@@ -432,16 +494,27 @@ fn svg_curves(curves: &[Curve]) -> String {
         let _ = writeln!(
             s,
             r##"<text x="{}" y="{}">{} ({}) · impact {}</text>"##,
-            ox + 10.0,
-            oy + 32.0,
+            self.ox + 10.0,
+            self.oy + 32.0,
             xml(&elide(&c.progress, 30)),
             c.kind,
             xml(&impact(c))
         );
-        // Grid, axes and tick labels.
-        let mut v = lo;
-        while v <= hi + step / 2.0 {
-            let y = ys(v);
+        self.grid(s);
+        self.fit(s, k, c.slope);
+        for p in &c.points {
+            self.point(s, p);
+        }
+        let _ = writeln!(s, "</g>");
+    }
+
+    /// Grid, axes, tick labels and axis titles.
+    fn grid(&self, s: &mut String) {
+        let (x0, y0, pw, ph) = (self.x0, self.y0, self.pw, self.ph);
+        let step = self.y.step;
+        let mut v = self.y.lo;
+        while v <= self.y.hi + step / 2.0 {
+            let y = self.ys(v);
             let stroke = if v.abs() < step / 2.0 {
                 "#888"
             } else {
@@ -458,7 +531,7 @@ fn svg_curves(curves: &[Curve]) -> String {
             v += step;
         }
         for t in [0.0, 0.25, 0.5, 0.75, 1.0] {
-            let x = xs(t);
+            let x = self.xs(t);
             let _ = writeln!(
                 s,
                 r##"<line x1="{x:.1}" y1="{y0}" x2="{x:.1}" y2="{:.1}" stroke="#e4e4e4"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{:.0}%</text>"##,
@@ -474,44 +547,52 @@ fn svg_curves(curves: &[Curve]) -> String {
 <text x="{:.1}" y="{:.1}" text-anchor="middle" transform="rotate(-90 {:.1} {:.1})">program speedup</text>"##,
             x0 + pw / 2.0,
             y0 + ph + 32.0,
-            ox + 14.0,
+            self.ox + 14.0,
             y0 + ph / 2.0,
-            ox + 14.0,
+            self.ox + 14.0,
             y0 + ph / 2.0
         );
-        // The fitted line, clipped to the plot.
+    }
+
+    /// The fitted line of slope `slope` (the `k`-th curve's), clipped to
+    /// the plot.
+    fn fit(&self, s: &mut String, k: usize, slope: f64) {
+        let (x0, y0, pw, ph) = (self.x0, self.y0, self.pw, self.ph);
         let _ = writeln!(
             s,
             r##"<clipPath id="clip{n}"><rect x="{x0}" y="{y0}" width="{pw}" height="{ph}"/></clipPath>
 <line class="fit" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#d62728" stroke-width="1.5" stroke-dasharray="5 3" clip-path="url(#clip{n})"/>"##,
-            xs(0.0),
-            ys(0.0),
-            xs(1.0),
-            ys(c.slope),
+            self.xs(0.0),
+            self.ys(0.0),
+            self.xs(1.0),
+            self.ys(slope),
             n = k + 1
         );
-        for p in &c.points {
-            let x = xs(p.speedup);
-            let (yl, yh, y) = (ys(p.ci_low), ys(p.ci_high), ys(p.program_speedup));
-            let _ = writeln!(
-                s,
-                r##"<g class="point"><title>speedup {:.0}%: program speedup {} [{}, {}], {} experiment{}</title><line x1="{x:.1}" y1="{yl:.1}" x2="{x:.1}" y2="{yh:.1}" stroke="#1f77b4"/><line x1="{:.1}" y1="{yl:.1}" x2="{:.1}" y2="{yl:.1}" stroke="#1f77b4"/><line x1="{:.1}" y1="{yh:.1}" x2="{:.1}" y2="{yh:.1}" stroke="#1f77b4"/><circle cx="{x:.1}" cy="{y:.1}" r="3.5" fill="#1f77b4"/></g>"##,
-                p.speedup * 100.0,
-                pct(p.program_speedup),
-                pct(p.ci_low),
-                pct(p.ci_high),
-                p.experiments,
-                if p.experiments == 1 { "" } else { "s" },
-                x - 3.0,
-                x + 3.0,
-                x - 3.0,
-                x + 3.0
-            );
-        }
-        let _ = writeln!(s, "</g>");
     }
-    s.push_str("</svg>\n");
-    s
+
+    /// One measured point with its interval, and its numbers as a tooltip.
+    fn point(&self, s: &mut String, p: &CurvePoint) {
+        let x = self.xs(p.speedup);
+        let (yl, yh, y) = (
+            self.ys(p.ci_low),
+            self.ys(p.ci_high),
+            self.ys(p.program_speedup),
+        );
+        let _ = writeln!(
+            s,
+            r##"<g class="point"><title>speedup {:.0}%: program speedup {} [{}, {}], {} experiment{}</title><line x1="{x:.1}" y1="{yl:.1}" x2="{x:.1}" y2="{yh:.1}" stroke="#1f77b4"/><line x1="{:.1}" y1="{yl:.1}" x2="{:.1}" y2="{yl:.1}" stroke="#1f77b4"/><line x1="{:.1}" y1="{yh:.1}" x2="{:.1}" y2="{yh:.1}" stroke="#1f77b4"/><circle cx="{x:.1}" cy="{y:.1}" r="3.5" fill="#1f77b4"/></g>"##,
+            p.speedup * 100.0,
+            pct(p.program_speedup),
+            pct(p.ci_low),
+            pct(p.ci_high),
+            p.experiments,
+            if p.experiments == 1 { "" } else { "s" },
+            x - 3.0,
+            x + 3.0,
+            x - 3.0,
+            x + 3.0
+        );
+    }
 }
 
 #[cfg(test)]

@@ -486,57 +486,106 @@ pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     if a.report == Report::Mpi {
         return crate::summary_mpi::render(&profile, a, out);
     }
-    let want = |r: Report| a.report == Report::All || a.report == r;
-    let bar = crate::progress::ScanBar::start(&profile, "summarizing");
-    let tables = strobe_db::summary::tables(
-        &profile,
-        strobe_db::summary::Want {
-            regions: want(Report::Regions),
-            functions: want(Report::Functions),
-            threads: want(Report::Threads),
-            by_process: a.by_process,
-        },
-    );
-    drop(bar);
-    let tables = tables?;
-    let (regions, functions, threads) = (tables.regions, tables.functions, tables.threads);
-    // Only when the profile read counters per thread.
-    let columns = CounterColumns::of(tables.counters, &tables.metrics);
-    let region_counters = match (&columns, tables.region_counters) {
-        (Some(_), Some(rows)) => {
-            Some(in_region_order(rows, regions.as_ref())).filter(|r| !r.is_empty())
-        }
-        _ => None,
-    };
-    let function_counters = match (&columns, tables.function_counters) {
-        (Some(_), Some(rows)) => Some(by_first_counter(rows)).filter(|r| !r.is_empty()),
-        _ => None,
-    };
+    let summary = Summary::of(&profile, a)?;
     if a.format == SummaryFormat::Json {
+        return summary.json(&profile, a, out);
+    }
+    summary.print(&profile, a, out)
+}
+
+/// The tables of one summary, with the counter columns (only when the
+/// profile read counters per thread).
+struct Summary {
+    regions: Option<Vec<StatRow>>,
+    functions: Option<Vec<FunctionRow>>,
+    threads: Option<Vec<ThreadRow>>,
+    columns: Option<CounterColumns>,
+    region_counters: Option<Vec<CounterSumRow>>,
+    function_counters: Option<Vec<CounterSumRow>>,
+}
+
+/// One table to print: its CSV id, its title, its columns and rows, and
+/// each row's group (its process with `--by-process`: `--limit` counts
+/// rows per group).
+struct Section {
+    id: &'static str,
+    title: &'static str,
+    cols: Vec<String>,
+    body: Vec<Vec<Cell>>,
+    groups: Vec<Option<i64>>,
+}
+
+impl Summary {
+    /// The tables `a` asks for, computed under a progress bar; the counter
+    /// tables in the order they are printed, left out when empty.
+    fn of(profile: &strobe_db::Profile, a: &SummaryArgs) -> anyhow::Result<Summary> {
+        let want = |r: Report| a.report == Report::All || a.report == r;
+        let bar = crate::progress::ScanBar::start(profile, "summarizing");
+        let tables = strobe_db::summary::tables(
+            profile,
+            strobe_db::summary::Want {
+                regions: want(Report::Regions),
+                functions: want(Report::Functions),
+                threads: want(Report::Threads),
+                by_process: a.by_process,
+            },
+        );
+        drop(bar);
+        let tables = tables?;
+        let (regions, functions, threads) = (tables.regions, tables.functions, tables.threads);
+        let columns = CounterColumns::of(tables.counters, &tables.metrics);
+        let region_counters = match (&columns, tables.region_counters) {
+            (Some(_), Some(rows)) => {
+                Some(in_region_order(rows, regions.as_ref())).filter(|r| !r.is_empty())
+            }
+            _ => None,
+        };
+        let function_counters = match (&columns, tables.function_counters) {
+            (Some(_), Some(rows)) => Some(by_first_counter(rows)).filter(|r| !r.is_empty()),
+            _ => None,
+        };
+        Ok(Summary {
+            regions,
+            functions,
+            threads,
+            columns,
+            region_counters,
+            function_counters,
+        })
+    }
+
+    /// `--format json`: one object, a member per table (the MPI tables
+    /// with `--report all` when the run made MPI calls), and the notes.
+    fn json(
+        &self,
+        profile: &strobe_db::Profile,
+        a: &SummaryArgs,
+        out: &mut dyn Write,
+    ) -> anyhow::Result<()> {
         let mut obj = serde_json::Map::new();
-        if let Some(r) = &regions {
+        if let Some(r) = &self.regions {
             obj.insert("regions".into(), serde_json::to_value(r)?);
         }
-        if let Some(f) = &functions {
+        if let Some(f) = &self.functions {
             obj.insert("functions".into(), serde_json::to_value(f)?);
         }
-        if let Some(t) = &threads {
+        if let Some(t) = &self.threads {
             obj.insert("threads".into(), serde_json::to_value(t)?);
         }
         if a.report == Report::All {
-            if let Some(m) = crate::summary_mpi::json_if_any(&profile)? {
+            if let Some(m) = crate::summary_mpi::json_if_any(profile)? {
                 obj.insert("mpi".into(), m);
             }
         }
-        if let Some(c) = &columns {
-            if let Some(r) = &region_counters {
+        if let Some(c) = &self.columns {
+            if let Some(r) = &self.region_counters {
                 obj.insert("region_counters".into(), c.json(r));
             }
-            if let Some(f) = &function_counters {
+            if let Some(f) = &self.function_counters {
                 obj.insert("function_counters".into(), c.json(f));
             }
         }
-        let notes = stored_notes(&profile, a);
+        let notes = stored_notes(profile, a);
         if !notes.is_empty() {
             obj.insert("notes".into(), serde_json::to_value(notes)?);
         }
@@ -545,114 +594,151 @@ pub fn render(a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             "{}",
             serde_json::to_string_pretty(&serde_json::Value::Object(obj))?
         )?;
-        return Ok(());
+        Ok(())
     }
-    let fmt = if a.format == SummaryFormat::Csv {
-        Format::Csv
-    } else {
-        Format::Table
-    };
-    // `--limit` counts rows per process with `--by-process`.
-    let by = |pid: Option<i64>| if a.by_process { pid } else { None };
-    let mut tables = Vec::new();
-    if let Some(r) = &regions {
-        let groups: Vec<_> = r.iter().map(|x| by(x.pid)).collect();
-        let title = if r.iter().any(|x| x.counted.is_some()) {
-            "Regions (a time filter stored only the longer user-API regions: instances, total, \
-             average and self time count every one; median, minimum, maximum and deviation \
-             describe the stored ones)"
+
+    /// Tables or CSV blocks: the tables with rows (CSV: every table), the
+    /// MPI tables with `--report all`, a line per table without rows, and
+    /// the notes.
+    fn print(
+        &self,
+        profile: &strobe_db::Profile,
+        a: &SummaryArgs,
+        out: &mut dyn Write,
+    ) -> anyhow::Result<()> {
+        let fmt = if a.format == SummaryFormat::Csv {
+            Format::Csv
         } else {
-            "Regions"
+            Format::Table
         };
-        tables.push(("regions", title, region_table(r, a.by_process), groups));
-    }
-    let table = fmt == Format::Table;
-    if let (Some(c), Some(r)) = (&columns, &region_counters) {
-        tables.push((
-            "region_counters",
-            "Region counters (sum over the regions of each counter's change from begin to end; \
-             metrics computed from the sums)",
-            c.table(r, "Instances", a.by_process, table),
-            r.iter().map(|x| by(x.pid)).collect(),
-        ));
-    }
-    if let Some(f) = &functions {
-        tables.push((
-            "functions",
-            "Sampled functions (self = innermost frame, total = anywhere on the stack; \
-             time = the samples' weights, off-CPU = blocked)",
-            function_table(f, a.by_process, fmt == Format::Csv),
-            f.iter().map(|x| by(x.pid)).collect(),
-        ));
-    }
-    if let (Some(c), Some(f)) = (&columns, &function_counters) {
-        tables.push((
-            "function_counters",
-            "Function counters (sum of each counter's change since the thread's previous sample, \
-             over the samples whose innermost frame is the function; metrics computed from the \
-             sums)",
-            c.table(f, "Samples", a.by_process, table),
-            f.iter().map(|x| by(x.pid)).collect(),
-        ));
-    }
-    if let Some(t) = &threads {
-        let groups = t.iter().map(|x| by(Some(x.pid))).collect();
-        tables.push((
-            "threads",
-            "Threads",
-            thread_table(t, fmt == Format::Csv),
-            groups,
-        ));
-    }
-    // Tables leave out a table without rows and say so after the others,
-    // once (CSV keeps every block, for scripts).
-    let mut empty = Vec::new();
-    let mut printed = 0;
-    for (id, title, (cols, body), groups) in tables {
-        if body.is_empty() && fmt == Format::Table {
-            empty.push(id);
-            continue;
-        }
-        if printed > 0 {
-            writeln!(out)?;
-        }
-        printed += 1;
-        if fmt == Format::Csv {
-            writeln!(out, "# {id}")?;
-        } else {
-            writeln!(out, "{title}:")?;
-        }
-        let mut t = TableOut::begin(fmt, &mut *out, &cols)?;
-        let mut shown: std::collections::HashMap<Option<i64>, usize> = Default::default();
-        for (r, group) in body.iter().zip(groups) {
-            let n = shown.entry(group).or_default();
-            if a.limit != 0 && *n >= a.limit {
+        // Tables leave out a table without rows and say so after the others,
+        // once (CSV keeps every block, for scripts).
+        let mut empty = Vec::new();
+        let mut printed = 0;
+        for section in self.sections(a, fmt) {
+            if section.body.is_empty() && fmt == Format::Table {
+                empty.push(section.id);
                 continue;
             }
-            *n += 1;
-            if fmt == Format::Table && !a.wide {
-                t.row(&elide_name(r))?;
-            } else {
-                t.row(r)?;
+            if printed > 0 {
+                writeln!(out)?;
+            }
+            printed += 1;
+            print_section(section, a, fmt, out)?;
+        }
+        if a.report == Report::All && crate::summary_mpi::render_if_any(profile, a, out)? {
+            printed += 1;
+        }
+        let windowed = a.start.is_some() || a.end.is_some();
+        for (k, id) in empty.into_iter().enumerate() {
+            if printed > 0 && k == 0 {
+                writeln!(out)?;
+            }
+            writeln!(out, "{}.", without_rows(id, windowed))?;
+        }
+        if fmt == Format::Table {
+            for note in stored_notes(profile, a) {
+                writeln!(out, "\nNote: {note}.")?;
             }
         }
-        t.end()?;
+        Ok(())
     }
-    if a.report == Report::All && crate::summary_mpi::render_if_any(&profile, a, out)? {
-        printed += 1;
-    }
-    let windowed = a.start.is_some() || a.end.is_some();
-    for (k, id) in empty.into_iter().enumerate() {
-        if printed > 0 && k == 0 {
-            writeln!(out)?;
+
+    /// The tables to print, in order.
+    fn sections(&self, a: &SummaryArgs, fmt: Format) -> Vec<Section> {
+        // `--limit` counts rows per process with `--by-process`.
+        let by = |pid: Option<i64>| if a.by_process { pid } else { None };
+        let table = fmt == Format::Table;
+        let mut out = Vec::new();
+        let mut push = |id, title, (cols, body), groups| {
+            out.push(Section {
+                id,
+                title,
+                cols,
+                body,
+                groups,
+            })
+        };
+        if let Some(r) = &self.regions {
+            let title = if r.iter().any(|x| x.counted.is_some()) {
+                "Regions (a time filter stored only the longer user-API regions: instances, \
+                 total, average and self time count every one; median, minimum, maximum and \
+                 deviation describe the stored ones)"
+            } else {
+                "Regions"
+            };
+            let groups = r.iter().map(|x| by(x.pid)).collect();
+            push("regions", title, region_table(r, a.by_process), groups);
         }
-        writeln!(out, "{}.", without_rows(id, windowed))?;
+        if let (Some(c), Some(r)) = (&self.columns, &self.region_counters) {
+            push(
+                "region_counters",
+                "Region counters (sum over the regions of each counter's change from begin to \
+                 end; metrics computed from the sums)",
+                c.table(r, "Instances", a.by_process, table),
+                r.iter().map(|x| by(x.pid)).collect(),
+            );
+        }
+        if let Some(f) = &self.functions {
+            push(
+                "functions",
+                "Sampled functions (self = innermost frame, total = anywhere on the stack; \
+                 time = the samples' weights, off-CPU = blocked)",
+                function_table(f, a.by_process, fmt == Format::Csv),
+                f.iter().map(|x| by(x.pid)).collect(),
+            );
+        }
+        if let (Some(c), Some(f)) = (&self.columns, &self.function_counters) {
+            push(
+                "function_counters",
+                "Function counters (sum of each counter's change since the thread's previous \
+                 sample, over the samples whose innermost frame is the function; metrics \
+                 computed from the sums)",
+                c.table(f, "Samples", a.by_process, table),
+                f.iter().map(|x| by(x.pid)).collect(),
+            );
+        }
+        if let Some(t) = &self.threads {
+            let groups = t.iter().map(|x| by(Some(x.pid))).collect();
+            push(
+                "threads",
+                "Threads",
+                thread_table(t, fmt == Format::Csv),
+                groups,
+            );
+        }
+        out
     }
-    if fmt == Format::Table {
-        for note in stored_notes(&profile, a) {
-            writeln!(out, "\nNote: {note}.")?;
+}
+
+/// One table (its title and rows; at most `--limit` rows per group) or
+/// CSV block (`# id` and the rows).
+fn print_section(
+    section: Section,
+    a: &SummaryArgs,
+    fmt: Format,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    if fmt == Format::Csv {
+        writeln!(out, "# {}", section.id)?;
+    } else {
+        writeln!(out, "{}:", section.title)?;
+    }
+    let mut t = TableOut::begin(fmt, &mut *out, &section.cols)?;
+    let mut shown: std::collections::HashMap<Option<i64>, usize> = Default::default();
+    for (r, group) in section.body.iter().zip(section.groups) {
+        let n = shown.entry(group).or_default();
+        if a.limit != 0 && *n >= a.limit {
+            continue;
+        }
+        *n += 1;
+        if fmt == Format::Table && !a.wide {
+            t.row(&elide_name(r))?;
+        } else {
+            t.row(r)?;
         }
     }
+    t.end()?;
     Ok(())
 }
 

@@ -9,7 +9,7 @@
 
 use std::io::Write;
 
-use strobe_db::mpi::{has_mpi_calls, mpi_summary, MpiSummary, NoMpi};
+use strobe_db::mpi::{has_mpi_calls, mpi_summary, MpiRank, MpiSummary, NoMpi};
 use strobe_db::Profile;
 
 use crate::output::{Cell, Format, TableOut};
@@ -33,11 +33,7 @@ fn rank_columns(jobs: bool, rest: &[&str]) -> Vec<String> {
 }
 
 /// A row of a per-rank table: the cells [`rank_columns`] names, then `rest`.
-fn rank_row(
-    r: &strobe_db::mpi::MpiRank,
-    jobs: bool,
-    rest: impl IntoIterator<Item = Cell>,
-) -> Vec<Cell> {
+fn rank_row(r: &MpiRank, jobs: bool, rest: impl IntoIterator<Item = Cell>) -> Vec<Cell> {
     let mut c = vec![r.rank.map_or(Cell::Null, Cell::Int)];
     if jobs {
         c.push(r.job.clone().map_or(Cell::Null, Cell::Text));
@@ -141,25 +137,74 @@ fn tables(s: &MpiSummary, a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Resul
     } else {
         Format::Table
     };
-    let table = fmt == Format::Table;
     if let Some(why) = &s.no_mpi {
-        if table {
-            writeln!(out, "MPI:")?;
-            writeln!(out, "  {}", no_mpi_message(why))?;
-        } else {
-            writeln!(out, "# mpi")?;
-            let mut t = TableOut::begin(fmt, &mut *out, &["message".to_string()])?;
-            t.row(&[Cell::Text(no_mpi_message(why))])?;
-            t.end()?;
-        }
-        return Ok(());
+        return no_mpi_block(why, fmt, out);
     }
-    let limit = |n: usize| if a.limit == 0 { n } else { n.min(a.limit) };
-    let jobs = s.jobs.len() > 1;
+    let v = View {
+        fmt,
+        limit: a.limit,
+        jobs: s.jobs.len() > 1,
+    };
+    rank_table(s, &v, out)?;
+    writeln!(out)?;
+    function_table(s, &v, out)?;
+    writeln!(out)?;
+    wait_table(s, &v, out)
+}
 
-    // Per rank, by rank.
+/// How the MPI tables are printed.
+struct View {
+    fmt: Format,
+    /// `--limit`: rows per table (0: all).
+    limit: usize,
+    /// Whether the databases hold several jobs (a Job column).
+    jobs: bool,
+}
+
+impl View {
+    /// Whether tables (not CSV) are printed: they get notes below them.
+    fn table(&self) -> bool {
+        self.fmt == Format::Table
+    }
+
+    /// How many of `n` rows are printed.
+    fn shown(&self, n: usize) -> usize {
+        if self.limit == 0 {
+            n
+        } else {
+            n.min(self.limit)
+        }
+    }
+
+    /// The line saying how many of `n` rows `--limit` left out, if any.
+    fn more(&self, out: &mut dyn Write, n: usize) -> anyhow::Result<()> {
+        if n > self.shown(n) {
+            writeln!(out, "  … {} more (--limit 0 prints all)", n - self.shown(n))?;
+        }
+        Ok(())
+    }
+}
+
+/// A run without MPI calls: the sentence saying why, as a table's
+/// title line or a one-row CSV block.
+fn no_mpi_block(why: &NoMpi, fmt: Format, out: &mut dyn Write) -> anyhow::Result<()> {
+    if fmt == Format::Table {
+        writeln!(out, "MPI:")?;
+        writeln!(out, "  {}", no_mpi_message(why))?;
+    } else {
+        writeln!(out, "# mpi")?;
+        let mut t = TableOut::begin(fmt, &mut *out, &["message".to_string()])?;
+        t.row(&[Cell::Text(no_mpi_message(why))])?;
+        t.end()?;
+    }
+    Ok(())
+}
+
+/// Per rank, by rank: wall, MPI and compute time; with notes below a
+/// table.
+fn rank_table(s: &MpiSummary, v: &View, out: &mut dyn Write) -> anyhow::Result<()> {
     let cols = rank_columns(
-        jobs,
+        v.jobs,
         &["Wall (ms)", "MPI (ms)", "Compute (ms)", "MPI (%)", "Calls"],
     );
     let rows: Vec<Vec<Cell>> = s
@@ -168,7 +213,7 @@ fn tables(s: &MpiSummary, a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Resul
         .map(|r| {
             rank_row(
                 r,
-                jobs,
+                v.jobs,
                 [
                     ms(r.wall_ns),
                     ms(r.mpi_ns),
@@ -181,45 +226,16 @@ fn tables(s: &MpiSummary, a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Resul
         .collect();
     block(
         out,
-        fmt,
+        v.fmt,
         "mpi_ranks",
         "MPI ranks (wall = process start to end; MPI = time inside MPI calls, a call made \
          inside another counted once; compute = wall - MPI)",
         &cols,
-        &rows[..limit(rows.len())],
+        &rows[..v.shown(rows.len())],
     )?;
-    if table {
-        if rows.len() > limit(rows.len()) {
-            writeln!(
-                out,
-                "  … {} more (--limit 0 prints all)",
-                rows.len() - limit(rows.len())
-            )?;
-        }
-        if s.ranks.len() > 1 {
-            let name = |r: &strobe_db::mpi::MpiRank| match r.rank {
-                Some(k) => format!("rank {k}"),
-                None => format!("pid {}", r.pid),
-            };
-            let by_pct = |a: &&strobe_db::mpi::MpiRank, b: &&strobe_db::mpi::MpiRank| {
-                a.mpi_pct.total_cmp(&b.mpi_pct)
-            };
-            let lo = s.ranks.iter().min_by(by_pct);
-            let hi = s.ranks.iter().max_by(by_pct);
-            let mean = s.ranks.iter().map(|r| r.mpi_pct).sum::<f64>() / s.ranks.len() as f64;
-            if let (Some(lo), Some(hi)) = (lo, hi) {
-                writeln!(
-                    out,
-                    "  {} processes: MPI {mean:.1}% of the wall time on average, from {:.1}% \
-                     ({}) to {:.1}% ({})",
-                    s.ranks.len(),
-                    lo.mpi_pct,
-                    name(lo),
-                    hi.mpi_pct,
-                    name(hi)
-                )?;
-            }
-        }
+    if v.table() {
+        v.more(out, rows.len())?;
+        mpi_share_note(s, out)?;
         if s.nested_calls > 0 {
             writeln!(
                 out,
@@ -229,43 +245,86 @@ fn tables(s: &MpiSummary, a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Resul
                 if s.nested_calls == 1 { "is" } else { "are" }
             )?;
         }
-        if !s.other_processes.is_empty() {
-            let shown: Vec<String> = s
-                .other_processes
-                .iter()
-                .take(5)
-                .map(|o| {
-                    let exe = o.command.split_whitespace().next().unwrap_or("");
-                    let exe = exe.rsplit('/').next().unwrap_or(exe);
-                    if exe.is_empty() {
-                        o.pid.to_string()
-                    } else {
-                        format!("{} {exe}", o.pid)
-                    }
-                })
-                .collect();
-            let more = s.other_processes.len().saturating_sub(shown.len());
-            writeln!(
-                out,
-                "  not listed: {} process{} with neither a rank nor an MPI call (pid {}{})",
-                s.other_processes.len(),
-                if s.other_processes.len() == 1 {
-                    ""
-                } else {
-                    "es"
-                },
-                shown.join(", "),
-                if more > 0 {
-                    format!(", … {more} more")
-                } else {
-                    String::new()
-                }
-            )?;
-        }
+        other_processes_note(s, out)?;
     }
+    Ok(())
+}
 
-    // Per function, by total time.
-    writeln!(out)?;
+/// `rank K`, or `pid P` for a process without a rank.
+fn rank_name(r: &MpiRank) -> String {
+    match r.rank {
+        Some(k) => format!("rank {k}"),
+        None => format!("pid {}", r.pid),
+    }
+}
+
+/// With more than one rank: the mean share of MPI in the wall time, and
+/// the ranks with the least and the most.
+fn mpi_share_note(s: &MpiSummary, out: &mut dyn Write) -> anyhow::Result<()> {
+    if s.ranks.len() <= 1 {
+        return Ok(());
+    }
+    let by_pct = |a: &&MpiRank, b: &&MpiRank| a.mpi_pct.total_cmp(&b.mpi_pct);
+    let lo = s.ranks.iter().min_by(by_pct);
+    let hi = s.ranks.iter().max_by(by_pct);
+    let mean = s.ranks.iter().map(|r| r.mpi_pct).sum::<f64>() / s.ranks.len() as f64;
+    if let (Some(lo), Some(hi)) = (lo, hi) {
+        writeln!(
+            out,
+            "  {} processes: MPI {mean:.1}% of the wall time on average, from {:.1}% \
+             ({}) to {:.1}% ({})",
+            s.ranks.len(),
+            lo.mpi_pct,
+            rank_name(lo),
+            hi.mpi_pct,
+            rank_name(hi)
+        )?;
+    }
+    Ok(())
+}
+
+/// The processes left out of the rank table (neither a rank nor an MPI
+/// call), the first five by pid and program.
+fn other_processes_note(s: &MpiSummary, out: &mut dyn Write) -> anyhow::Result<()> {
+    if s.other_processes.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<String> = s
+        .other_processes
+        .iter()
+        .take(5)
+        .map(|o| {
+            let exe = o.command.split_whitespace().next().unwrap_or("");
+            let exe = exe.rsplit('/').next().unwrap_or(exe);
+            if exe.is_empty() {
+                o.pid.to_string()
+            } else {
+                format!("{} {exe}", o.pid)
+            }
+        })
+        .collect();
+    let more = s.other_processes.len().saturating_sub(shown.len());
+    writeln!(
+        out,
+        "  not listed: {} process{} with neither a rank nor an MPI call (pid {}{})",
+        s.other_processes.len(),
+        if s.other_processes.len() == 1 {
+            ""
+        } else {
+            "es"
+        },
+        shown.join(", "),
+        if more > 0 {
+            format!(", … {more} more")
+        } else {
+            String::new()
+        }
+    )?;
+    Ok(())
+}
+
+/// Per MPI function, by total time.
+fn function_table(s: &MpiSummary, v: &View, out: &mut dyn Write) -> anyhow::Result<()> {
     let cols: Vec<String> = [
         "Time (%)",
         "Total (ms)",
@@ -300,24 +359,26 @@ fn tables(s: &MpiSummary, a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Resul
         .collect();
     block(
         out,
-        fmt,
+        v.fmt,
         "mpi_functions",
         "MPI functions (outermost calls of every rank; Time (%) = share of all MPI call time; \
          Bytes = sent or received; Waits = counted as waiting below)",
         &cols,
-        &rows[..limit(rows.len())],
-    )?;
+        &rows[..v.shown(rows.len())],
+    )
+}
 
-    // Ranks by waiting time, largest first.
-    writeln!(out)?;
-    let mut order: Vec<&strobe_db::mpi::MpiRank> = s.ranks.iter().collect();
+/// Ranks by waiting time, largest first; below a table, the imbalance of
+/// waiting time.
+fn wait_table(s: &MpiSummary, v: &View, out: &mut dyn Write) -> anyhow::Result<()> {
+    let mut order: Vec<&MpiRank> = s.ranks.iter().collect();
     order.sort_by(|a, b| {
         b.wait_ns
             .cmp(&a.wait_ns)
             .then((a.rank.is_none(), a.rank, a.pid).cmp(&(b.rank.is_none(), b.rank, b.pid)))
     });
     let cols = rank_columns(
-        jobs,
+        v.jobs,
         &[
             "Wait (ms)",
             "Wait (% of wall)",
@@ -331,11 +392,11 @@ fn tables(s: &MpiSummary, a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Resul
         .map(|r| {
             rank_row(
                 r,
-                jobs,
+                v.jobs,
                 [
                     ms(r.wait_ns),
                     Cell::Fixed(r.wait_pct, 1),
-                    r.wait_vs_mean.map_or(Cell::Null, |v| Cell::Fixed(v, 2)),
+                    r.wait_vs_mean.map_or(Cell::Null, |x| Cell::Fixed(x, 2)),
                     match &r.top_wait_function {
                         Some(_) => ms(r.top_wait_ns),
                         None => Cell::Null,
@@ -347,31 +408,22 @@ fn tables(s: &MpiSummary, a: &SummaryArgs, out: &mut dyn Write) -> anyhow::Resul
         .collect();
     block(
         out,
-        fmt,
+        v.fmt,
         "mpi_waits",
         "Ranks that wait most (time in MPI_Wait*, MPI_Recv, MPI_Probe, MPI_Barrier, \
          collectives, MPI_Win_fence and other RMA synchronisation)",
         &cols,
-        &rows[..limit(rows.len())],
+        &rows[..v.shown(rows.len())],
     )?;
-    if table {
-        if rows.len() > limit(rows.len()) {
-            writeln!(
-                out,
-                "  … {} more (--limit 0 prints all)",
-                rows.len() - limit(rows.len())
-            )?;
-        }
+    if v.table() {
+        v.more(out, rows.len())?;
         match (s.wait_imbalance, order.first()) {
             (Some(imb), Some(top)) => {
-                let who = match top.rank {
-                    Some(k) => format!("rank {k}"),
-                    None => format!("pid {}", top.pid),
-                };
                 writeln!(
                     out,
-                    "  Imbalance of waiting time (max / mean): {imb:.2} ({who} waits {:.3} ms, \
+                    "  Imbalance of waiting time (max / mean): {imb:.2} ({} waits {:.3} ms, \
                      the mean is {:.3} ms)",
+                    rank_name(top),
                     top.wait_ns as f64 / 1e6,
                     s.wait_mean_ns / 1e6
                 )?;

@@ -18,7 +18,9 @@ pub struct ProcessUuid {
     bytes: [u8; 16],
 }
 
-/// 64-bit FNV-1a followed by a splitmix64 finaliser.
+/// 64-bit FNV-1a followed by a splitmix64 finaliser. A hash, not a random
+/// stream: its values are stored in every database (the uuid, the node's
+/// `hash`), so it must never change.
 fn mix(seed: u64, data: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
     for b in data {

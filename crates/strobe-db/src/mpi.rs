@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use crate::error::{Result, SqlContext};
 use crate::reader::Profile;
+use crate::schema::TableSet;
 
 /// The event category of MPI calls.
 pub const MPI_CATEGORY: &str = "mpi";
@@ -279,37 +280,21 @@ pub fn mpi_summary(p: &Profile) -> Result<MpiSummary> {
     let mut other_processes = Vec::new();
     let mut functions: BTreeMap<String, FnAcc> = BTreeMap::new();
     let mut nested_calls = 0u64;
-    let mut ranked = 0usize;
-    let mut library: Option<String> = None;
-    let mut mpi_category = false;
+    let mut evidence = Evidence::default();
     for (k, (ts, guid)) in p.table_sets().into_iter().enumerate() {
-        let path = p.set_file(k).to_path_buf();
-        let want_library = library.is_none();
-        // Each process on a connection where its tables are named (the
-        // profile's own, or the process's own when the inputs are read in
-        // place).
-        let (info, lib, cat, fold) = p.with_set_connection(k, |conn| {
-            let (sc, sf) = (&ts.schema, &ts.suffix);
-            let info = process_info(conn, sc, sf, &path)?;
-            let lib = if want_library {
-                mpi_library(conn, sc, sf, &path)?
-            } else {
-                None
-            };
-            let cat = category_id(conn, sc, sf, &path)?;
-            let fold = match cat {
-                Some(cat) => fold_calls(conn, sc, sf, &path, cat, window)?,
-                None => Fold::default(),
-            };
-            Ok((info, lib, cat, fold))
-        })?;
+        let ProcessMpi {
+            info,
+            library,
+            category,
+            fold,
+        } = read_process(p, k, &ts, window, evidence.library.is_none())?;
         if info.rank.is_some() {
-            ranked += 1;
+            evidence.ranked += 1;
         }
-        if library.is_none() {
-            library = lib;
+        if evidence.library.is_none() {
+            evidence.library = library;
         }
-        mpi_category |= cat.is_some();
+        evidence.mpi_category |= category;
         nested_calls += fold.nested;
         for (name, acc) in &fold.functions {
             functions.entry(name.clone()).or_default().add(acc);
@@ -322,54 +307,7 @@ pub fn mpi_summary(p: &Profile) -> Result<MpiSummary> {
             });
             continue;
         }
-        // Wall time: process start to end, or to the last MPI call when no
-        // end was recorded; within the window.
-        let start = info.start.or(fold.first_start);
-        let end = info.end.or(fold.last_end);
-        let wall = match (start, end) {
-            (Some(s), Some(e)) => {
-                let s = window.0.map_or(s, |lo| s.max(lo));
-                let e = window.1.map_or(e, |hi| e.min(hi));
-                (e - s).max(0)
-            }
-            _ => 0,
-        };
-        let pct = |v: i64| {
-            if wall > 0 {
-                v as f64 * 100.0 / wall as f64
-            } else {
-                0.0
-            }
-        };
-        let (top_wait_function, top_wait_ns): (Option<String>, Option<i64>) = fold
-            .functions
-            .iter()
-            .filter(|(n, _)| is_waiting_call(n))
-            .max_by(|a, b| a.1.total.cmp(&b.1.total).then(b.0.cmp(a.0)))
-            .filter(|(_, a)| a.total > 0)
-            .map(|(n, a)| (n.clone(), a.total))
-            .unzip();
-        ranks.push(MpiRank {
-            rank: info.rank,
-            world_size: info.world_size,
-            job: info.job,
-            guid,
-            pid: info.pid,
-            node: info.node,
-            start_ns: info.start,
-            end_ns: info.end,
-            wall_ns: wall,
-            mpi_ns: fold.mpi_ns,
-            compute_ns: (wall - fold.mpi_ns).max(0),
-            mpi_pct: pct(fold.mpi_ns),
-            calls: fold.calls,
-            nested_calls: fold.nested,
-            wait_ns: fold.wait_ns,
-            wait_pct: pct(fold.wait_ns),
-            wait_vs_mean: None,
-            top_wait_function,
-            top_wait_ns: top_wait_ns.unwrap_or(0),
-        });
+        ranks.push(rank_row(info, guid, &fold, window));
     }
     ranks.sort_by(|a, b| {
         (a.rank.is_none(), a.rank, a.job.as_deref(), a.pid).cmp(&(
@@ -381,6 +319,136 @@ pub fn mpi_summary(p: &Profile) -> Result<MpiSummary> {
     });
     other_processes.sort_by_key(|o| o.pid);
     let calls: u64 = ranks.iter().map(|r| r.calls).sum();
+    let (wait_mean_ns, wait_max_ns, wait_imbalance) = wait_spread(&mut ranks);
+    let (functions, total_mpi_call_ns) = function_rows(functions);
+    let mut jobs: Vec<String> = ranks.iter().filter_map(|r| r.job.clone()).collect();
+    jobs.sort();
+    jobs.dedup();
+    let windowed = window.0.is_some() || window.1.is_some();
+    let no_mpi = (calls == 0).then(|| evidence.why_none(windowed, p.process_count()));
+    Ok(MpiSummary {
+        ranks,
+        functions,
+        other_processes,
+        calls,
+        nested_calls,
+        total_mpi_call_ns,
+        wait_mean_ns,
+        wait_max_ns,
+        wait_imbalance,
+        jobs,
+        no_mpi,
+    })
+}
+
+/// What one process's database says about MPI.
+struct ProcessMpi {
+    info: ProcInfo,
+    /// An MPI library it loaded (looked for only when asked).
+    library: Option<String>,
+    /// Whether it knows the `mpi` event category.
+    category: bool,
+    /// Its MPI calls (in the window).
+    fold: Fold,
+}
+
+/// Reads process `k` (tables `ts`) of `p`: its identity, with
+/// `want_library` the MPI library it loaded, and its MPI calls in `window`.
+fn read_process(
+    p: &Profile,
+    k: usize,
+    ts: &TableSet,
+    window: (Option<i64>, Option<i64>),
+    want_library: bool,
+) -> Result<ProcessMpi> {
+    let path = p.set_file(k).to_path_buf();
+    // Each process on a connection where its tables are named (the
+    // profile's own, or the process's own when the inputs are read in
+    // place).
+    p.with_set_connection(k, |conn| {
+        let (sc, sf) = (&ts.schema, &ts.suffix);
+        let info = process_info(conn, sc, sf, &path)?;
+        let library = if want_library {
+            mpi_library(conn, sc, sf, &path)?
+        } else {
+            None
+        };
+        let cat = category_id(conn, sc, sf, &path)?;
+        let fold = match cat {
+            Some(cat) => fold_calls(conn, sc, sf, &path, cat, window)?,
+            None => Fold::default(),
+        };
+        Ok(ProcessMpi {
+            info,
+            library,
+            category: cat.is_some(),
+            fold,
+        })
+    })
+}
+
+/// The row of a process with a rank or an MPI call (its process `guid`,
+/// its calls folded in `fold`, `window` bounding its wall time);
+/// `wait_vs_mean` is left for [`wait_spread`].
+fn rank_row(
+    info: ProcInfo,
+    guid: String,
+    fold: &Fold,
+    window: (Option<i64>, Option<i64>),
+) -> MpiRank {
+    // Wall time: process start to end, or to the last MPI call when no
+    // end was recorded; within the window.
+    let start = info.start.or(fold.first_start);
+    let end = info.end.or(fold.last_end);
+    let wall = match (start, end) {
+        (Some(s), Some(e)) => {
+            let s = window.0.map_or(s, |lo| s.max(lo));
+            let e = window.1.map_or(e, |hi| e.min(hi));
+            (e - s).max(0)
+        }
+        _ => 0,
+    };
+    let pct = |v: i64| {
+        if wall > 0 {
+            v as f64 * 100.0 / wall as f64
+        } else {
+            0.0
+        }
+    };
+    let (top_wait_function, top_wait_ns): (Option<String>, Option<i64>) = fold
+        .functions
+        .iter()
+        .filter(|(n, _)| is_waiting_call(n))
+        .max_by(|a, b| a.1.total.cmp(&b.1.total).then(b.0.cmp(a.0)))
+        .filter(|(_, a)| a.total > 0)
+        .map(|(n, a)| (n.clone(), a.total))
+        .unzip();
+    MpiRank {
+        rank: info.rank,
+        world_size: info.world_size,
+        job: info.job,
+        guid,
+        pid: info.pid,
+        node: info.node,
+        start_ns: info.start,
+        end_ns: info.end,
+        wall_ns: wall,
+        mpi_ns: fold.mpi_ns,
+        compute_ns: (wall - fold.mpi_ns).max(0),
+        mpi_pct: pct(fold.mpi_ns),
+        calls: fold.calls,
+        nested_calls: fold.nested,
+        wait_ns: fold.wait_ns,
+        wait_pct: pct(fold.wait_ns),
+        wait_vs_mean: None,
+        top_wait_function,
+        top_wait_ns: top_wait_ns.unwrap_or(0),
+    }
+}
+
+/// The waiting time over `ranks`: (mean, max, imbalance = max / mean);
+/// sets each rank's `wait_vs_mean`.
+fn wait_spread(ranks: &mut [MpiRank]) -> (f64, i64, Option<f64>) {
     let wait_total: i64 = ranks.iter().map(|r| r.wait_ns).sum();
     let wait_mean_ns = if ranks.is_empty() {
         0.0
@@ -389,11 +457,17 @@ pub fn mpi_summary(p: &Profile) -> Result<MpiSummary> {
     };
     let wait_max_ns = ranks.iter().map(|r| r.wait_ns).max().unwrap_or(0);
     let wait_imbalance = (wait_mean_ns > 0.0).then(|| wait_max_ns as f64 / wait_mean_ns);
-    for r in &mut ranks {
+    for r in ranks.iter_mut() {
         r.wait_vs_mean = (wait_mean_ns > 0.0).then(|| r.wait_ns as f64 / wait_mean_ns);
     }
+    (wait_mean_ns, wait_max_ns, wait_imbalance)
+}
+
+/// The function rows, by total time (largest first), and the total time of
+/// all MPI calls.
+fn function_rows(functions: BTreeMap<String, FnAcc>) -> (Vec<MpiFunction>, i64) {
     let total_mpi_call_ns: i64 = functions.values().map(|f| f.total).sum();
-    let mut functions: Vec<MpiFunction> = functions
+    let mut rows: Vec<MpiFunction> = functions
         .into_iter()
         .map(|(name, f)| MpiFunction {
             waiting: is_waiting_call(&name),
@@ -415,37 +489,36 @@ pub fn mpi_summary(p: &Profile) -> Result<MpiSummary> {
             name,
         })
         .collect();
-    functions.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
-    let mut jobs: Vec<String> = ranks.iter().filter_map(|r| r.job.clone()).collect();
-    jobs.sort();
-    jobs.dedup();
-    let no_mpi = (calls == 0).then(|| {
-        if mpi_category && (window.0.is_some() || window.1.is_some()) {
+    rows.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
+    (rows, total_mpi_call_ns)
+}
+
+/// What the processes say about MPI besides their calls, for [`NoMpi`].
+#[derive(Default)]
+struct Evidence {
+    /// Processes with an `mpi.rank` setting.
+    ranked: usize,
+    /// The first MPI library a process loaded.
+    library: Option<String>,
+    /// Whether any process knows the `mpi` event category.
+    mpi_category: bool,
+}
+
+impl Evidence {
+    /// Why a run of `processes` processes has no MPI call (in the window,
+    /// when `windowed`).
+    fn why_none(&self, windowed: bool, processes: usize) -> NoMpi {
+        if self.mpi_category && windowed {
             NoMpi::OutsideWindow
-        } else if ranked > 0 || library.is_some() || mpi_category {
+        } else if self.ranked > 0 || self.library.is_some() || self.mpi_category {
             NoMpi::WrappersNotLoaded {
-                ranks: ranked,
-                library: library.clone(),
+                ranks: self.ranked,
+                library: self.library.clone(),
             }
         } else {
-            NoMpi::NotMpi {
-                processes: p.process_count(),
-            }
+            NoMpi::NotMpi { processes }
         }
-    });
-    Ok(MpiSummary {
-        ranks,
-        functions,
-        other_processes,
-        calls,
-        nested_calls,
-        total_mpi_call_ns,
-        wait_mean_ns,
-        wait_max_ns,
-        wait_imbalance,
-        jobs,
-        no_mpi,
-    })
+    }
 }
 
 /// ` AND …` restricting regions `R` to those overlapping the window.

@@ -15,7 +15,20 @@ use std::path::Path;
 use rusqlite::{params, Connection};
 
 use crate::error::{Result, SqlContext};
-use crate::writer::{FrameId, FrameSymbols};
+use crate::writer::records::FrameId;
+
+/// Symbol information for one frame, from symbolization after the run.
+#[derive(Debug, Clone, Default)]
+pub struct FrameSymbols<'a> {
+    /// The frame to update.
+    pub frame: FrameId,
+    /// Function name (demangled), if resolved.
+    pub function: Option<&'a str>,
+    /// Source file, if known.
+    pub file: Option<&'a str>,
+    /// Source line, if known.
+    pub line: Option<u32>,
+}
 
 /// A frame waiting for a name, with what a symbolizer needs.
 #[derive(Debug, Clone, PartialEq, Eq)]

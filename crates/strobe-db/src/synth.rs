@@ -22,8 +22,10 @@
 
 use std::path::{Path, PathBuf};
 
+use fastrand::Rng;
+
 use crate::writer::{
-    Arg, CounterInfo, FrameSymbols, ModuleId, ModuleRow, Region, SampleKind, SampleMeta,
+    Arg, CounterId, CounterInfo, FrameSymbols, ModuleId, ModuleRow, Region, SampleKind, SampleMeta,
     StackFrame, StringId, ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions,
 };
 use crate::{NodeInfo, ProcessInfo, Result};
@@ -90,27 +92,11 @@ const FN_SIZE: u64 = 0x200;
 /// The sampling period written as each sample's weight (ns, 1 kHz).
 pub const PERIOD_NS: u64 = 1_000_000;
 
-/// A deterministic random stream (splitmix64).
-#[derive(Debug, Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64, stream: u64) -> Rng {
-        let mut r = Rng(seed ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        r.next();
-        r
-    }
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// Uniform in `0..n` (`n` > 0).
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
+/// Random stream `stream` of a job seeded with `seed`: each rank, node
+/// and pooled stack draws from a stream of its own, so ranks can be
+/// written in any order, on any thread, and give the same rows.
+fn rng(seed: u64, stream: u64) -> Rng {
+    Rng::with_seed(seed ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 /// The function number `k` (0..200) as (module index, function index in it).
@@ -165,25 +151,25 @@ fn module_base(m: usize) -> u64 {
 /// communication path (halo exchange or reduction, an MPI call, Open MPI
 /// progress functions, `poll` or `memcpy`). Depth 5 to 20.
 fn stack_functions(seed: u64, k: u64) -> Vec<u64> {
-    let mut r = Rng::new(seed, 0x5741_434b ^ k);
+    let mut r = rng(seed, 0x5741_434b ^ k);
     let mut f = vec![0, 1, 2];
-    let depth = 5 + r.below(16) as usize;
+    let depth = 5 + r.u64(..16) as usize;
     if k.is_multiple_of(3) {
         f.push(if k.is_multiple_of(2) { 3 } else { 4 });
-        f.push(module_base(2) + r.below(5));
+        f.push(module_base(2) + r.u64(..5));
         while f.len() + 1 < depth {
-            f.push(module_base(2) + 5 + r.below(35));
+            f.push(module_base(2) + 5 + r.u64(..35));
         }
-        f.push(module_base(3) + r.below(2));
+        f.push(module_base(3) + r.u64(..2));
     } else {
-        f.push(5 + r.below(35));
+        f.push(5 + r.u64(..35));
         while f.len() + 1 < depth {
-            f.push(module_base(1) + r.below(70));
+            f.push(module_base(1) + r.u64(..70));
         }
         f.push(if k.is_multiple_of(5) {
-            module_base(5) + r.below(10)
+            module_base(5) + r.u64(..10)
         } else {
-            module_base(4) + r.below(15)
+            module_base(4) + r.u64(..15)
         });
     }
     f
@@ -242,19 +228,71 @@ pub fn write_rank(dir: &Path, spec: &JobSpec, rank: u32) -> Result<RankTotals> {
             error: e,
         })?;
     }
-    let mut r = Rng::new(spec.seed, 0x5241_4e4b_0000_0000 | u64::from(rank));
+    let mut r = rng(spec.seed, 0x5241_4e4b_0000_0000 | u64::from(rank));
+    let (mut w, start_ns) = create_rank(&path, spec, rank, &mut r)?;
+    // Threads: the main thread and two or three OpenMP workers.
+    let nthreads = 3 + rank % 2;
+    let (threads, tracks) = add_threads(&mut w, pid_of(spec, rank), nthreads, start_ns)?;
+    let stacks = add_stacks(&mut w, spec.seed, start_ns, &mut r)?;
+    let (task_clock, rss) = add_counters(&mut w)?;
+
+    let n_samples = u64::from(spec.min_samples)
+        + r.u64(..=u64::from(spec.max_samples.saturating_sub(spec.min_samples)));
+    let steps = u64::from(spec.steps.max(1));
+    // One sample per period per thread: the run lasts as long as that takes.
+    let run_ns = (n_samples / u64::from(nthreads) + 1) * PERIOD_NS;
+    let t0 = start_ns + 2_000_000;
+    let mut totals = RankTotals {
+        path: path.clone(),
+        ..RankTotals::default()
+    };
+    let sampled = Sampled {
+        tracks: &tracks,
+        stacks: &stacks,
+        task_clock,
+        t0,
+    };
+    write_samples(&mut w, &mut r, &sampled, n_samples, &mut totals)?;
+    let mut em = Emitter {
+        threads: &threads,
+        regions: 0,
+        user: w.intern_string("user")?,
+        mpi: w.intern_string("mpi")?,
+        omp: w.intern_string("openmp")?,
+    };
+    let ring = Ring::of(spec, rank);
+    em.mpi_init(&mut w, &ring, start_ns)?;
+    let step_ns = run_ns / steps;
+    for step in 0..steps {
+        let s = t0 + step * step_ns;
+        em.time_step(&mut w, &mut r, &ring, step, s, step_ns)?;
+        let rss_value = 200_000_000 + u64::from(rank % 13) * 1_000_000 + step * 4_096;
+        w.append_counter_sample(rss, None, s, rss_value as f64)?;
+        totals.counter_samples += 1;
+    }
+    let end = t0 + steps * step_ns + 1_000_000;
+    em.mpi_finalize(&mut w, &ring, end)?;
+    totals.regions = em.regions;
+    w.finish(end)?;
+    Ok(totals)
+}
+
+/// Creates rank `rank`'s database at `path`: its process (started at a
+/// random time after its node's clock origin), node and MPI settings.
+/// Returns the writer and the process start (ns).
+fn create_rank(path: &Path, spec: &JobSpec, rank: u32, r: &mut Rng) -> Result<(Writer, u64)> {
     let node = node_of(spec, rank);
     let pid = pid_of(spec, rank);
     // Every node's monotonic clock has its own origin (its boot time).
     let node_origin =
-        1_000_000_000_000 + (Rng::new(spec.seed, u64::from(node)).below(50_000)) * 1_000_000;
-    let start_ns = node_origin + r.below(5_000_000);
+        1_000_000_000_000 + (rng(spec.seed, u64::from(node)).u64(..50_000)) * 1_000_000;
+    let start_ns = node_origin + r.u64(..5_000_000);
     let info = ProcessInfo {
         pid,
         ppid: 39_999,
         init_ns: start_ns,
         start_ns,
-        start_unix_ns: 1_795_000_000_000_000_000 + spec.seed * 1_000_000_000 + r.below(5_000_000),
+        start_unix_ns: 1_795_000_000_000_000_000 + spec.seed * 1_000_000_000 + r.u64(..5_000_000),
         command: format!("/opt/synth/bin/solver --steps {} --grid 512", spec.steps),
         environment: vec![("OMPI_COMM_WORLD_RANK".into(), rank.to_string())],
     };
@@ -278,10 +316,17 @@ pub fn write_rank(dir: &Path, spec: &JobSpec, rank: u32) -> Result<RankTotals> {
         cache_kib: 2048,
         ..WriterOptions::default()
     };
-    let mut w = Writer::create(&path, &info, opts)?;
+    Ok((Writer::create(path, &info, opts)?, start_ns))
+}
 
-    // Threads: the main thread and two or three OpenMP workers.
-    let nthreads = 3 + rank % 2;
+/// Adds `nthreads` threads of process `pid` (the main thread `solver`,
+/// then OpenMP workers), each with its sample track.
+fn add_threads(
+    w: &mut Writer,
+    pid: u32,
+    nthreads: u32,
+    start_ns: u64,
+) -> Result<(Vec<ThreadRef>, Vec<TrackId>)> {
     let mut threads: Vec<ThreadRef> = Vec::new();
     let mut tracks: Vec<TrackId> = Vec::new();
     for k in 0..nthreads {
@@ -298,12 +343,21 @@ pub fn write_rank(dir: &Path, spec: &JobSpec, rank: u32) -> Result<RankTotals> {
         threads.push(t);
         tracks.push(w.add_track(Some(t), "samples")?);
     }
+    Ok((threads, tracks))
+}
 
-    // Modules (their load addresses differ per rank, as with ASLR) and
-    // every function, symbolized.
+/// Adds the modules (their load addresses differ per rank, as with ASLR)
+/// and every function, symbolized; returns the pool of call stacks
+/// (leaf first) over them.
+fn add_stacks(
+    w: &mut Writer,
+    seed: u64,
+    start_ns: u64,
+    r: &mut Rng,
+) -> Result<Vec<Vec<StackFrame>>> {
     let mut modules: Vec<ModuleId> = Vec::new();
     for (m, (path, n)) in MODULES.iter().enumerate() {
-        let load = 0x7f00_0000_0000 + ((m as u64) << 32) + (r.below(4096) << 16);
+        let load = 0x7f00_0000_0000 + ((m as u64) << 32) + (r.u64(..4096) << 16);
         modules.push(w.add_module(&ModuleRow {
             path,
             build_id: Some(&format!("{:040x}", m as u64 * 0x1111_1111 + 0xabc)),
@@ -335,18 +389,21 @@ pub fn write_rank(dir: &Path, spec: &JobSpec, rank: u32) -> Result<RankTotals> {
         })
         .collect();
     w.set_frame_symbols(&symbols)?;
-    let stacks: Vec<Vec<StackFrame>> = (0..STACKS)
+    Ok((0..STACKS)
         .map(|k| {
-            stack_functions(spec.seed, k)
+            stack_functions(seed, k)
                 .into_iter()
                 .rev()
                 .map(frame_of)
                 .collect()
         })
-        .collect();
+        .collect())
+}
 
-    // Counters: one read with every sample (the thread's CPU time since
-    // its previous sample), one for the whole process.
+/// Describes the counters: one read with every sample (the thread's CPU
+/// time since its previous sample), one for the whole process. Returns
+/// (per sample, process).
+fn add_counters(w: &mut Writer) -> Result<(CounterId, CounterId)> {
     let task_clock = w.add_counter_with(
         &CounterInfo {
             name: "task-clock",
@@ -366,26 +423,37 @@ pub fn write_rank(dir: &Path, spec: &JobSpec, rank: u32) -> Result<RankTotals> {
         accumulating: false,
         expression: None,
     })?;
+    Ok((task_clock, rss))
+}
 
-    let n_samples = u64::from(spec.min_samples)
-        + r.below(u64::from(spec.max_samples.saturating_sub(spec.min_samples)) + 1);
-    let steps = u64::from(spec.steps.max(1));
-    // One sample per period per thread: the run lasts as long as that takes.
-    let run_ns = (n_samples / u64::from(nthreads) + 1) * PERIOD_NS;
-    let t0 = start_ns + 2_000_000;
-    let step_ns = run_ns / steps;
-    let mut totals = RankTotals {
-        path: path.clone(),
-        ..RankTotals::default()
-    };
+/// Where a rank's samples go and what they are drawn from.
+struct Sampled<'a> {
+    /// One sample track per thread.
+    tracks: &'a [TrackId],
+    /// The pool of call stacks.
+    stacks: &'a [Vec<StackFrame>],
+    /// The counter read with each on-CPU sample.
+    task_clock: CounterId,
+    /// The first sample's time.
+    t0: u64,
+}
 
-    // Samples, round robin over the threads, one period apart per thread;
-    // one in ten of the main thread's is off CPU (blocked in MPI).
+/// Writes `n_samples` samples, round robin over the threads, one period
+/// apart per thread; one in ten of the main thread's is off CPU (blocked
+/// in MPI). Each on-CPU sample carries a `task-clock` value.
+fn write_samples(
+    w: &mut Writer,
+    r: &mut Rng,
+    s: &Sampled<'_>,
+    n_samples: u64,
+    totals: &mut RankTotals,
+) -> Result<()> {
+    let nthreads = s.tracks.len() as u64;
     for i in 0..n_samples {
-        let th = (i % u64::from(nthreads)) as usize;
-        let ts = t0 + (i / u64::from(nthreads)) * PERIOD_NS + th as u64 * 1_000;
-        let mut k = (r.below(STACKS) * r.below(STACKS)) / STACKS; // skewed
-        let off_cpu = th == 0 && r.below(10) == 0;
+        let th = (i % nthreads) as usize;
+        let ts = s.t0 + (i / nthreads) * PERIOD_NS + th as u64 * 1_000;
+        let mut k = (r.u64(..STACKS) * r.u64(..STACKS)) / STACKS; // skewed
+        let off_cpu = th == 0 && r.u64(..10) == 0;
         if off_cpu && !k.is_multiple_of(3) {
             k -= k % 3; // a communication stack
         }
@@ -393,204 +461,71 @@ pub fn write_rank(dir: &Path, spec: &JobSpec, rank: u32) -> Result<RankTotals> {
             SampleMeta {
                 timestamp_ns: ts,
                 kind: SampleKind::OffCpu,
-                weight_ns: 100_000 + r.below(5_000_000),
+                weight_ns: 100_000 + r.u64(..5_000_000),
             }
         } else {
             SampleMeta::cpu(ts, PERIOD_NS)
         };
-        w.append_sample(tracks[th], meta, &stacks[k as usize])?;
+        w.append_sample(s.tracks[th], meta, &s.stacks[k as usize])?;
         totals.samples += 1;
         if !off_cpu {
-            let v = (PERIOD_NS - r.below(PERIOD_NS / 10)) as f64;
-            w.append_counter_sample(task_clock, Some(tracks[th]), ts, v)?;
+            let v = (PERIOD_NS - r.u64(..PERIOD_NS / 10)) as f64;
+            w.append_counter_sample(s.task_clock, Some(s.tracks[th]), ts, v)?;
             totals.counter_samples += 1;
         }
     }
+    Ok(())
+}
 
-    // Regions: MPI set-up, then per step a time step on the main thread
-    // (compute, halo exchange with both ring neighbours, a reduction, now
-    // and then a barrier), a parallel region on each worker, and MPI
-    // tear-down.
-    let user = w.intern_string("user")?;
-    let mpi = w.intern_string("mpi")?;
-    let omp = w.intern_string("openmp")?;
-    let ranks = spec.ranks.max(1);
-    let (left, right) = ((rank + ranks - 1) % ranks, (rank + 1) % ranks);
-    let world = ranks.to_string();
-    let halo = 8 * (1_024 + u64::from(rank % 7) * 128);
-    let a = |name: &'static str, ty: &'static str, v: &str| (name, ty, v.to_string());
-    let mut em = Emitter {
-        threads: &threads,
-        regions: 0,
-    };
-    em.emit(
-        &mut w,
-        0,
-        start_ns + 100_000,
-        start_ns + 900_000,
-        "MPI_Init",
-        mpi,
-        &[a("comm", "string", "world"), a("comm_size", "int", &world)],
-    )?;
-    em.emit(
-        &mut w,
-        0,
-        start_ns + 1_000_000,
-        start_ns + 1_200_000,
-        "MPI_Comm_split",
-        mpi,
-        &[
-            a("comm", "string", "world"),
-            a("comm_size", "int", &world),
-            a("bytes", "int", "0"),
-        ],
-    )?;
-    for step in 0..steps {
-        let s = t0 + step * step_ns;
-        let e = s + step_ns - 1_000;
-        let compute_end = s + step_ns * (60 + r.below(25)) / 100;
-        let tag = (step % 32_767) as u32;
-        // Innermost first: regions complete in end order, as recorded.
-        em.emit(&mut w, 0, s + 1_000, compute_end, "compute", user, &[])?;
-        let mut t = compute_end + 2_000;
-        let send_key = message_key(rank, right, tag, "world", step);
-        em.emit(
-            &mut w,
-            0,
-            t,
-            t + 3_000,
-            "MPI_Isend",
-            mpi,
-            &[
-                a("bytes", "int", &halo.to_string()),
-                a("peer", "int", &right.to_string()),
-                a("tag", "int", &tag.to_string()),
-                a("comm", "string", "world"),
-                a("comm_size", "int", &world),
-                a("flow_out", "int", &send_key.to_string()),
-            ],
-        )?;
-        t += 5_000;
-        em.emit(
-            &mut w,
-            0,
-            t,
-            t + 2_000,
-            "MPI_Irecv",
-            mpi,
-            &[
-                a("bytes", "int", "0"),
-                a("peer", "int", &left.to_string()),
-                a("tag", "int", &tag.to_string()),
-                a("comm", "string", "world"),
-                a("comm_size", "int", &world),
-            ],
-        )?;
-        t += 4_000;
-        let wait = 10_000 + r.below(step_ns / 20 + 1);
-        let recv_key = message_key(left, rank, tag, "world", step);
-        let left_halo = 8 * (1_024 + u64::from(left % 7) * 128);
-        em.emit(
-            &mut w,
-            0,
-            t,
-            t + wait,
-            "MPI_Waitall",
-            mpi,
-            &[
-                a("bytes", "int", &left_halo.to_string()),
-                a("peer", "int", &left.to_string()),
-                a("tag", "int", &tag.to_string()),
-                a("comm", "string", "world"),
-                a("comm_size", "int", &world),
-                a("flow_in", "int", &recv_key.to_string()),
-            ],
-        )?;
-        t += wait + 2_000;
-        let reduce = 5_000 + r.below(step_ns / 50 + 1);
-        em.emit(
-            &mut w,
-            0,
-            t,
-            t + reduce,
-            "MPI_Allreduce",
-            mpi,
-            &[
-                a("bytes", "int", "8"),
-                a("comm", "string", "world"),
-                a("comm_size", "int", &world),
-            ],
-        )?;
-        t += reduce + 1_000;
-        if step % 10 == 9 {
-            let barrier = 2_000 + r.below(step_ns / 50 + 1);
-            em.emit(
-                &mut w,
-                0,
-                t,
-                (t + barrier).min(e - 1),
-                "MPI_Barrier",
-                mpi,
-                &[
-                    a("bytes", "int", "0"),
-                    a("comm", "string", "world"),
-                    a("comm_size", "int", &world),
-                ],
-            )?;
+/// A rank's place in the ring of ranks its halo exchange goes around.
+struct Ring {
+    rank: u32,
+    /// The previous rank (messages come from it).
+    left: u32,
+    /// The next rank (messages go to it).
+    right: u32,
+    /// The world size, as its argument text.
+    world: String,
+    /// Bytes this rank sends to `right` each step.
+    halo: u64,
+}
+
+impl Ring {
+    fn of(spec: &JobSpec, rank: u32) -> Ring {
+        let ranks = spec.ranks.max(1);
+        Ring {
+            rank,
+            left: (rank + ranks - 1) % ranks,
+            right: (rank + 1) % ranks,
+            world: ranks.to_string(),
+            halo: halo_bytes(rank),
         }
-        if step % 20 == 0 {
-            em.emit(
-                &mut w,
-                0,
-                s + 500,
-                s + 900,
-                "MPI_Bcast",
-                mpi,
-                &[
-                    a("bytes", "int", "64"),
-                    a("root", "int", "0"),
-                    a("comm", "string", "world"),
-                    a("comm_size", "int", &world),
-                ],
-            )?;
-        }
-        em.emit(
-            &mut w,
-            0,
-            s,
-            e,
-            "timestep",
-            user,
-            &[a("step", "int", &step.to_string())],
-        )?;
-        for th in 1..threads.len() {
-            let ws = s + 2_000 + th as u64 * 500;
-            let we = compute_end - r.below(step_ns / 10 + 1).min(compute_end - ws - 1);
-            em.emit(&mut w, th, ws, we, "omp parallel", omp, &[])?;
-        }
-        let rss_value = 200_000_000 + u64::from(rank % 13) * 1_000_000 + step * 4_096;
-        w.append_counter_sample(rss, None, s, rss_value as f64)?;
-        totals.counter_samples += 1;
     }
-    let end = t0 + steps * step_ns + 1_000_000;
-    em.emit(
-        &mut w,
-        0,
-        end - 800_000,
-        end - 100_000,
-        "MPI_Finalize",
-        mpi,
-        &[a("comm", "string", "world"), a("comm_size", "int", &world)],
-    )?;
-    totals.regions = em.regions;
-    w.finish(end)?;
-    Ok(totals)
+}
+
+/// The bytes rank `rank` sends in each halo exchange.
+fn halo_bytes(rank: u32) -> u64 {
+    8 * (1_024 + u64::from(rank % 7) * 128)
+}
+
+/// The message tag of time step `step`.
+fn step_tag(step: u64) -> u32 {
+    (step % 32_767) as u32
+}
+
+/// A region argument: (name, type, value).
+fn arg(name: &'static str, ty: &'static str, v: &str) -> (&'static str, &'static str, String) {
+    (name, ty, v.to_string())
 }
 
 /// Writes regions on the rank's threads, counting them.
 struct Emitter<'t> {
     threads: &'t [ThreadRef],
     regions: u64,
+    /// The categories: the program's own regions, MPI calls, OpenMP.
+    user: StringId,
+    mpi: StringId,
+    omp: StringId,
 }
 
 impl Emitter<'_> {
@@ -626,6 +561,225 @@ impl Emitter<'_> {
             args: &args,
         })?;
         self.regions += 1;
+        Ok(())
+    }
+
+    /// `MPI_Init` and `MPI_Comm_split` on the main thread.
+    fn mpi_init(&mut self, w: &mut Writer, ring: &Ring, start_ns: u64) -> Result<()> {
+        let (mpi, world) = (self.mpi, &ring.world);
+        self.emit(
+            w,
+            0,
+            start_ns + 100_000,
+            start_ns + 900_000,
+            "MPI_Init",
+            mpi,
+            &[
+                arg("comm", "string", "world"),
+                arg("comm_size", "int", world),
+            ],
+        )?;
+        self.emit(
+            w,
+            0,
+            start_ns + 1_000_000,
+            start_ns + 1_200_000,
+            "MPI_Comm_split",
+            mpi,
+            &[
+                arg("comm", "string", "world"),
+                arg("comm_size", "int", world),
+                arg("bytes", "int", "0"),
+            ],
+        )
+    }
+
+    /// `MPI_Finalize` on the main thread, ending before `end`.
+    fn mpi_finalize(&mut self, w: &mut Writer, ring: &Ring, end: u64) -> Result<()> {
+        let mpi = self.mpi;
+        self.emit(
+            w,
+            0,
+            end - 800_000,
+            end - 100_000,
+            "MPI_Finalize",
+            mpi,
+            &[
+                arg("comm", "string", "world"),
+                arg("comm_size", "int", &ring.world),
+            ],
+        )
+    }
+
+    /// Time step `step` (from `s`, `step_ns` long): on the main thread the
+    /// compute, the halo exchange with both ring neighbours, a reduction,
+    /// now and then a barrier and a broadcast, inside a `timestep` region;
+    /// a parallel region on each worker. Innermost first: regions complete
+    /// in end order, as recorded.
+    fn time_step(
+        &mut self,
+        w: &mut Writer,
+        r: &mut Rng,
+        ring: &Ring,
+        step: u64,
+        s: u64,
+        step_ns: u64,
+    ) -> Result<()> {
+        let e = s + step_ns - 1_000;
+        let compute_end = s + step_ns * (60 + r.u64(..25)) / 100;
+        let user = self.user;
+        self.emit(w, 0, s + 1_000, compute_end, "compute", user, &[])?;
+        let t = self.halo_exchange(w, r, ring, step, compute_end + 2_000, step_ns)?;
+        self.collectives(w, r, ring, step, (s, t, e), step_ns)?;
+        self.emit(
+            w,
+            0,
+            s,
+            e,
+            "timestep",
+            user,
+            &[arg("step", "int", &step.to_string())],
+        )?;
+        let omp = self.omp;
+        for th in 1..self.threads.len() {
+            let ws = s + 2_000 + th as u64 * 500;
+            let we = compute_end - r.u64(..=step_ns / 10).min(compute_end - ws - 1);
+            self.emit(w, th, ws, we, "omp parallel", omp, &[])?;
+        }
+        Ok(())
+    }
+
+    /// The halo exchange of step `step` from `t`: `MPI_Isend` to the right
+    /// neighbour, `MPI_Irecv` from the left one, and the `MPI_Waitall`
+    /// that receives its message. Returns when the main thread is done.
+    fn halo_exchange(
+        &mut self,
+        w: &mut Writer,
+        r: &mut Rng,
+        ring: &Ring,
+        step: u64,
+        mut t: u64,
+        step_ns: u64,
+    ) -> Result<u64> {
+        let (mpi, world) = (self.mpi, &ring.world);
+        let tag = step_tag(step);
+        let (left, right) = (ring.left.to_string(), ring.right.to_string());
+        let send_key = message_key(ring.rank, ring.right, tag, "world", step);
+        let tag = tag.to_string();
+        self.emit(
+            w,
+            0,
+            t,
+            t + 3_000,
+            "MPI_Isend",
+            mpi,
+            &[
+                arg("bytes", "int", &ring.halo.to_string()),
+                arg("peer", "int", &right),
+                arg("tag", "int", &tag),
+                arg("comm", "string", "world"),
+                arg("comm_size", "int", world),
+                arg("flow_out", "int", &send_key.to_string()),
+            ],
+        )?;
+        t += 5_000;
+        self.emit(
+            w,
+            0,
+            t,
+            t + 2_000,
+            "MPI_Irecv",
+            mpi,
+            &[
+                arg("bytes", "int", "0"),
+                arg("peer", "int", &left),
+                arg("tag", "int", &tag),
+                arg("comm", "string", "world"),
+                arg("comm_size", "int", world),
+            ],
+        )?;
+        t += 4_000;
+        let wait = 10_000 + r.u64(..=step_ns / 20);
+        let recv_key = message_key(ring.left, ring.rank, step_tag(step), "world", step);
+        self.emit(
+            w,
+            0,
+            t,
+            t + wait,
+            "MPI_Waitall",
+            mpi,
+            &[
+                arg("bytes", "int", &halo_bytes(ring.left).to_string()),
+                arg("peer", "int", &left),
+                arg("tag", "int", &tag),
+                arg("comm", "string", "world"),
+                arg("comm_size", "int", world),
+                arg("flow_in", "int", &recv_key.to_string()),
+            ],
+        )?;
+        Ok(t + wait + 2_000)
+    }
+
+    /// The collectives of step `step` (`s`: its start, `t`: when the main
+    /// thread gets to them, `e`: its end): an `MPI_Allreduce`, every tenth
+    /// step an `MPI_Barrier`, every twentieth an `MPI_Bcast` at its start.
+    fn collectives(
+        &mut self,
+        w: &mut Writer,
+        r: &mut Rng,
+        ring: &Ring,
+        step: u64,
+        (s, mut t, e): (u64, u64, u64),
+        step_ns: u64,
+    ) -> Result<()> {
+        let (mpi, world) = (self.mpi, &ring.world);
+        let reduce = 5_000 + r.u64(..=step_ns / 50);
+        self.emit(
+            w,
+            0,
+            t,
+            t + reduce,
+            "MPI_Allreduce",
+            mpi,
+            &[
+                arg("bytes", "int", "8"),
+                arg("comm", "string", "world"),
+                arg("comm_size", "int", world),
+            ],
+        )?;
+        t += reduce + 1_000;
+        if step % 10 == 9 {
+            let barrier = 2_000 + r.u64(..=step_ns / 50);
+            self.emit(
+                w,
+                0,
+                t,
+                (t + barrier).min(e - 1),
+                "MPI_Barrier",
+                mpi,
+                &[
+                    arg("bytes", "int", "0"),
+                    arg("comm", "string", "world"),
+                    arg("comm_size", "int", world),
+                ],
+            )?;
+        }
+        if step.is_multiple_of(20) {
+            self.emit(
+                w,
+                0,
+                s + 500,
+                s + 900,
+                "MPI_Bcast",
+                mpi,
+                &[
+                    arg("bytes", "int", "64"),
+                    arg("root", "int", "0"),
+                    arg("comm", "string", "world"),
+                    arg("comm_size", "int", world),
+                ],
+            )?;
+        }
         Ok(())
     }
 }

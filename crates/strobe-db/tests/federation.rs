@@ -15,7 +15,11 @@ fn job(dir: &std::path::Path) -> (Vec<PathBuf>, PathBuf) {
     let spec = synth::JobSpec {
         ranks: 12,
         nodes: 3,
-        seed: 3,
+        // The nodes' clock origins lie up to 50 s apart and each run lasts
+        // milliseconds: with this seed the middle node's runs fall inside
+        // the window of `a_window_restricts_both_alike` (20% to 60% of the
+        // run); with many others they fall outside it.
+        seed: 1,
         min_samples: 10,
         max_samples: 30,
         steps: 2,

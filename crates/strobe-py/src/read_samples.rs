@@ -48,6 +48,19 @@ impl Batch {
         self.ts.len()
     }
 
+    /// The batch in the order of `perm` (as it is without one).
+    fn permuted(self, perm: Option<&[u32]>) -> Batch {
+        Batch {
+            ts: permute(self.ts, perm),
+            pid: permute(self.pid, perm),
+            tid: permute(self.tid, perm),
+            weight: permute(self.weight, perm),
+            stack: permute(self.stack, perm),
+            set: permute(self.set, perm),
+            kind: permute(self.kind, perm),
+        }
+    }
+
     fn append(&mut self, mut o: Batch) {
         self.ts.append(&mut o.ts);
         self.pid.append(&mut o.pid);
@@ -110,6 +123,123 @@ fn build(
     perm: Option<Vec<u32>>,
     with_stack: bool,
 ) -> PyResult<Table> {
+    let b = b.permuted(perm.as_deref());
+    // Freed before the code columns grow (peak memory).
+    drop(perm);
+    let mut codes = FrameCodes::new(with_stack, b.len());
+    codes.add_all(p, guids, &b.set, &b.stack)?;
+    Ok(columns(guids, b, codes))
+}
+
+/// Leaf function, leaf module and stack codes of the samples, each
+/// distinct stack resolved once.
+struct FrameCodes {
+    with_stack: bool,
+    functions: Dict,
+    modules: Dict,
+    /// Each distinct stack's frame names, by stack code.
+    stacks: Vec<Vec<String>>,
+    stack_codes: HashMap<Vec<String>, i32>,
+    seen: HashMap<StackKey, Codes>,
+    f_codes: Vec<i32>,
+    m_codes: Vec<i32>,
+    s_codes: Vec<i32>,
+}
+
+impl FrameCodes {
+    /// Room for `n` samples.
+    fn new(with_stack: bool, n: usize) -> FrameCodes {
+        FrameCodes {
+            with_stack,
+            functions: Dict::default(),
+            modules: Dict::default(),
+            stacks: Vec::new(),
+            stack_codes: HashMap::new(),
+            seen: HashMap::new(),
+            f_codes: Vec::with_capacity(n),
+            m_codes: Vec::with_capacity(n),
+            s_codes: if with_stack {
+                Vec::with_capacity(n)
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    /// The codes of every sample: of process `set[k]`, call site
+    /// `stack[k]` (-1: none).
+    fn add_all(
+        &mut self,
+        p: &Profile,
+        guids: &[String],
+        set: &[u32],
+        stack: &[i64],
+    ) -> PyResult<()> {
+        let mut last: Option<(StackKey, Codes)> = None;
+        for (&s, &c) in set.iter().zip(stack) {
+            let key = (s, c);
+            let codes = match last {
+                Some((lk, lv)) if lk == key => lv,
+                _ => {
+                    let v = self.codes_of(p, guids, key)?;
+                    last = Some((key, v));
+                    v
+                }
+            };
+            self.f_codes.push(codes.0);
+            self.m_codes.push(codes.1);
+            if self.with_stack {
+                self.s_codes.push(codes.2);
+            }
+        }
+        Ok(())
+    }
+
+    /// The codes of one stack, resolved the first time it is seen.
+    fn codes_of(&mut self, p: &Profile, guids: &[String], key: StackKey) -> PyResult<Codes> {
+        if let Some(v) = self.seen.get(&key) {
+            return Ok(*v);
+        }
+        let v = if key.1 < 0 {
+            (-1, -1, -1)
+        } else {
+            let frames = p
+                .resolve_stack(&guids[key.0 as usize], key.1)
+                .map_err(db_err)?;
+            let (f, m) = match frames.first() {
+                Some(leaf) => (
+                    self.functions.code(&leaf.display_name()),
+                    leaf.module.as_deref().map_or(-1, |m| self.modules.code(m)),
+                ),
+                None => (-1, -1),
+            };
+            let s = if self.with_stack {
+                self.stack_code(&frames)
+            } else {
+                -1
+            };
+            (f, m, s)
+        };
+        self.seen.insert(key, v);
+        Ok(v)
+    }
+
+    /// The code of a resolved stack: stacks of other pcs in the same
+    /// functions read the same, so they share one category.
+    fn stack_code(&mut self, frames: &[strobe_db::ResolvedFrame]) -> i32 {
+        let names: Vec<String> = frames.iter().map(|f| f.display_name()).collect();
+        let next = self.stacks.len() as i32;
+        let code = *self.stack_codes.entry(names.clone()).or_insert(next);
+        if code == next {
+            self.stacks.push(names);
+        }
+        code
+    }
+}
+
+/// The table's columns: the batch's, with the process guids and sample
+/// kinds as categories, and the frame codes.
+fn columns(guids: &[String], b: Batch, codes: FrameCodes) -> Table {
     let Batch {
         ts,
         pid,
@@ -119,82 +249,6 @@ fn build(
         set,
         kind,
     } = b;
-    let order = perm.as_deref();
-    let ts = permute(ts, order);
-    let pid = permute(pid, order);
-    let tid = permute(tid, order);
-    let weight = permute(weight, order);
-    let stack = permute(stack, order);
-    let set = permute(set, order);
-    let kind = permute(kind, order);
-    // Freed before the code columns grow (peak memory).
-    drop(perm);
-    let n = ts.len();
-    // Leaf function and module, and stack code, per distinct stack.
-    let mut functions = Dict::default();
-    let mut modules = Dict::default();
-    let mut stacks: Vec<Vec<String>> = Vec::new();
-    let mut stack_codes: HashMap<Vec<String>, i32> = HashMap::new();
-    let mut seen: HashMap<StackKey, Codes> = HashMap::new();
-    let mut f_codes = Vec::with_capacity(n);
-    let mut m_codes = Vec::with_capacity(n);
-    let mut s_codes = if with_stack {
-        Vec::with_capacity(n)
-    } else {
-        Vec::new()
-    };
-    let mut last: Option<(StackKey, Codes)> = None;
-    for k in 0..n {
-        let key = (set[k], stack[k]);
-        let codes = match last {
-            Some((lk, lv)) if lk == key => lv,
-            _ => {
-                let v = match seen.get(&key) {
-                    Some(v) => *v,
-                    None => {
-                        let v = if key.1 < 0 {
-                            (-1, -1, -1)
-                        } else {
-                            let frames = p
-                                .resolve_stack(&guids[key.0 as usize], key.1)
-                                .map_err(db_err)?;
-                            let (f, m) = match frames.first() {
-                                Some(leaf) => (
-                                    functions.code(&leaf.display_name()),
-                                    leaf.module.as_deref().map_or(-1, |m| modules.code(m)),
-                                ),
-                                None => (-1, -1),
-                            };
-                            let s = if with_stack {
-                                // Stacks of other pcs in the same functions
-                                // read the same: one category each.
-                                let names: Vec<String> =
-                                    frames.iter().map(|f| f.display_name()).collect();
-                                let next = stacks.len() as i32;
-                                let code = *stack_codes.entry(names.clone()).or_insert(next);
-                                if code == next {
-                                    stacks.push(names);
-                                }
-                                code
-                            } else {
-                                -1
-                            };
-                            (f, m, s)
-                        };
-                        seen.insert(key, v);
-                        v
-                    }
-                };
-                last = Some((key, v));
-                v
-            }
-        };
-        f_codes.push(codes.0);
-        m_codes.push(codes.1);
-        if with_stack {
-            s_codes.push(codes.2);
-        }
-    }
     let mut guid_dict = Dict::default();
     for g in guids {
         guid_dict.code(g);
@@ -240,22 +294,22 @@ fn build(
             valid: stack_valid,
         },
         Col::Text {
-            codes: f_codes,
-            dict: functions,
+            codes: codes.f_codes,
+            dict: codes.functions,
         },
         Col::Text {
-            codes: m_codes,
-            dict: modules,
+            codes: codes.m_codes,
+            dict: codes.modules,
         },
     ];
-    if with_stack {
+    if codes.with_stack {
         names.push("stack".into());
         cols.push(Col::Stack {
-            codes: s_codes,
-            stacks,
+            codes: codes.s_codes,
+            stacks: codes.stacks,
         });
     }
-    Ok(Table { names, cols })
+    Table { names, cols }
 }
 
 /// Streams the samples of `p` in chunks of `chunk` rows, in the order of

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use crate::writer::StackFrame;
+use super::records::StackFrame;
 
 /// Most whole stacks remembered by the shortcut cache.
 pub(crate) const STACK_CACHE_CAP: usize = 16 * 1024;

@@ -21,16 +21,17 @@ use std::sync::Arc;
 
 use rusqlite::Connection;
 
+use super::functions::FunctionFold;
+use super::regions::duration_summary_on;
+use super::rows::{CounterSumRow, StatRow, StoredMetric, Tables, ThreadRow, Want};
+use super::threads::{finish_threads, name_main_threads, unnamed_main};
+use super::weights::Weights;
 use crate::error::{Result, SqlContext};
 use crate::federation::{optional_tables, Definitions, Federation, Unit};
 use crate::parallel::ordered_parallel;
 use crate::reader::{Profile, StackCache};
 use crate::scan::ProcessSamples;
 use crate::schema::{TableSet, ViewWindow};
-use crate::summary::{
-    duration_summary_on, finish_threads, name_main_threads, unnamed_main, CounterSumRow,
-    FunctionFold, StoredMetric, Tables, ThreadRow, Want, Weights,
-};
 
 /// A region row: guid and pid (with `--by-process`), name, duration.
 type RegionRow = (Option<String>, Option<i64>, Option<String>, i64);
@@ -322,11 +323,18 @@ impl Spill {
         }
         Ok(())
     }
+
+    /// The region table of every duration spilled (`by`: per process).
+    fn summary(self, by: bool) -> Result<Vec<StatRow>> {
+        let path = Path::new("<temporary database>");
+        self.conn.execute_batch("COMMIT").at(path)?;
+        duration_summary_on(&self.conn, path, "d", "name", "duration", by)
+    }
 }
 
 /// Every table `want` asks for over the processes of `fed`, in one pass
 /// (see the module documentation). `p` is the profile `fed` belongs to.
-pub(crate) fn tables(p: &Profile, fed: &Federation, want: Want) -> Result<Tables> {
+pub(super) fn tables(p: &Profile, fed: &Federation, want: Want) -> Result<Tables> {
     let time_kind = p.time_kind()?;
     let period = p.sampling_period_ns().max(0) as u64;
     let defs = fed.definitions();
@@ -339,67 +347,136 @@ pub(crate) fn tables(p: &Profile, fed: &Federation, want: Want) -> Result<Tables
         time_kind,
         period,
     };
-    let spill = if want.regions {
-        Some(Spill::new()?)
-    } else {
-        None
-    };
-    let mut functions = FunctionFold::default();
-    let mut threads: HashMap<(String, i64), ThreadRow> = HashMap::new();
-    let mut counters: Vec<(String, i64, String, String)> = Vec::new();
-    let mut metrics: Vec<(String, i64, StoredMetric)> = Vec::new();
-    let mut region_counters: HashMap<(Option<String>, String, String), RegionCounterPart> =
-        HashMap::new();
-    // (group, leaf) → (pid, counter → sum, samples).
-    type FnCounters = (Option<i64>, HashMap<String, f64>, u64);
-    let mut function_counters: HashMap<(Option<String>, String), FnCounters> = HashMap::new();
-    let by = want.by_process;
+    let mut fold = Fold::new(units, want)?;
     let work = |k: usize| job.part(k);
     ordered_parallel(units.len(), &work, &mut |k, part: Part| {
         fed.report("summary", k + 1);
-        let guid = &units[k].guid;
-        if let Some(s) = &spill {
-            s.add(&part.regions)?;
+        fold.add(k, part)
+    })?;
+    fed.report("summary", units.len());
+    fold.finish()
+}
+
+/// A function counter's sums: (group, leaf) → (pid, counter → sum,
+/// samples).
+type FnCounters = (Option<i64>, HashMap<String, f64>, u64);
+
+/// The processes' parts folded together, in process order.
+struct Fold<'a> {
+    units: &'a [Unit],
+    want: Want,
+    /// The region durations, when the region table is wanted.
+    spill: Option<Spill>,
+    functions: FunctionFold,
+    threads: HashMap<(String, i64), ThreadRow>,
+    counters: Vec<(String, i64, String, String)>,
+    metrics: Vec<(String, i64, StoredMetric)>,
+    region_counters: HashMap<(Option<String>, String, String), RegionCounterPart>,
+    function_counters: HashMap<(Option<String>, String), FnCounters>,
+}
+
+impl<'a> Fold<'a> {
+    fn new(units: &'a [Unit], want: Want) -> Result<Fold<'a>> {
+        Ok(Fold {
+            units,
+            want,
+            spill: if want.regions {
+                Some(Spill::new()?)
+            } else {
+                None
+            },
+            functions: FunctionFold::default(),
+            threads: HashMap::new(),
+            counters: Vec::new(),
+            metrics: Vec::new(),
+            region_counters: HashMap::new(),
+            function_counters: HashMap::new(),
+        })
+    }
+
+    /// Folds in process `k`'s part.
+    fn add(&mut self, k: usize, part: Part) -> Result<()> {
+        let Part {
+            regions,
+            threads,
+            thread_regions,
+            samples,
+            counters,
+            metrics,
+            region_counters,
+            function_counters,
+        } = part;
+        let guid = &self.units[k].guid;
+        if let Some(s) = &self.spill {
+            s.add(&regions)?;
         }
-        for t in part.threads {
-            threads.insert((t.guid.clone(), t.tid), t);
+        self.add_threads(guid, threads, thread_regions);
+        if let Some(ps) = &samples {
+            self.add_samples(guid, ps);
         }
-        for (tid, n, total) in part.thread_regions {
-            if let Some(t) = threads.get_mut(&(guid.clone(), tid)) {
+        self.counters.extend(counters);
+        self.metrics.extend(metrics);
+        let gk = self.want.by_process.then(|| guid.clone());
+        self.add_region_counters(&gk, region_counters);
+        self.add_function_counters(&gk, function_counters);
+        Ok(())
+    }
+
+    /// The process's threads, with the regions recorded on each.
+    fn add_threads(
+        &mut self,
+        guid: &str,
+        threads: Vec<ThreadRow>,
+        thread_regions: Vec<(i64, u64, i64)>,
+    ) {
+        for t in threads {
+            self.threads.insert((t.guid.clone(), t.tid), t);
+        }
+        for (tid, n, total) in thread_regions {
+            if let Some(t) = self.threads.get_mut(&(guid.to_string(), tid)) {
                 t.regions = n;
                 t.region_total_ns = total;
             }
         }
-        if let Some(ps) = &part.samples {
-            if want.functions {
-                functions.add(ps, by);
+    }
+
+    /// The process's samples: into the function table, and summed per
+    /// thread into the thread table.
+    fn add_samples(&mut self, guid: &str, ps: &ProcessSamples) {
+        if self.want.functions {
+            self.functions.add(ps, self.want.by_process);
+        }
+        if self.want.threads {
+            let mut per_thread: HashMap<i64, Weights> = HashMap::new();
+            for g in &ps.groups {
+                per_thread.entry(g.tid).or_default().add(&Weights {
+                    samples: g.samples,
+                    ns: g.cpu_ns,
+                    off_cpu_ns: g.off_cpu_ns,
+                });
             }
-            if want.threads {
-                let mut per_thread: HashMap<i64, Weights> = HashMap::new();
-                for g in &ps.groups {
-                    per_thread.entry(g.tid).or_default().add(&Weights {
-                        samples: g.samples,
-                        ns: g.cpu_ns,
-                        off_cpu_ns: g.off_cpu_ns,
-                    });
-                }
-                for (tid, w) in per_thread {
-                    if let Some(t) = threads.get_mut(&(guid.clone(), tid)) {
-                        t.samples = w.samples;
-                        t.sampled_ns = w.ns;
-                        t.off_cpu_ns = w.off_cpu_ns;
-                    }
+            for (tid, w) in per_thread {
+                if let Some(t) = self.threads.get_mut(&(guid.to_string(), tid)) {
+                    t.samples = w.samples;
+                    t.sampled_ns = w.ns;
+                    t.off_cpu_ns = w.off_cpu_ns;
                 }
             }
         }
-        counters.extend(part.counters);
-        metrics.extend(part.metrics);
-        let gk = by.then(|| guid.clone());
-        for (name, counter, (pid, sum, n)) in part.region_counters {
-            let e = region_counters
+    }
+
+    /// The process's region counter sums, in group `gk`.
+    fn add_region_counters(
+        &mut self,
+        gk: &Option<String>,
+        rows: Vec<(String, String, RegionCounterPart)>,
+    ) {
+        for (name, counter, (pid, sum, n)) in rows {
+            let e = self
+                .region_counters
                 .entry((gk.clone(), name, counter))
                 .or_insert((None, None, 0));
-            if by {
+            if self.want.by_process {
                 e.0 = pid;
             }
             if let Some(v) = sum {
@@ -407,9 +484,19 @@ pub(crate) fn tables(p: &Profile, fed: &Federation, want: Want) -> Result<Tables
             }
             e.2 += n;
         }
+    }
+
+    /// The process's function counter sums, in group `gk`: the samples of
+    /// each stack counted once, whatever the counters.
+    fn add_function_counters(
+        &mut self,
+        gk: &Option<String>,
+        rows: Vec<(i64, Option<i64>, String, String, f64, i64)>,
+    ) {
+        let by = self.want.by_process;
         let mut counted: HashSet<Option<i64>> = HashSet::new();
-        for (pid, stack, leaf, counter, sum, n) in part.function_counters {
-            let e = function_counters.entry((gk.clone(), leaf)).or_insert((
+        for (pid, stack, leaf, counter, sum, n) in rows {
+            let e = self.function_counters.entry((gk.clone(), leaf)).or_insert((
                 by.then_some(pid),
                 HashMap::new(),
                 0,
@@ -419,11 +506,36 @@ pub(crate) fn tables(p: &Profile, fed: &Federation, want: Want) -> Result<Tables
             }
             *e.1.entry(counter).or_insert(0.0) += sum;
         }
-        Ok(())
-    })?;
-    fed.report("summary", units.len());
+    }
 
-    // The counters in the order they were first described, each once.
+    /// Every table, from what was folded in.
+    fn finish(self) -> Result<Tables> {
+        let (want, by) = (self.want, self.want.by_process);
+        let names = counters_in_order(self.counters);
+        let stored = metrics_in_order(self.metrics);
+        let regions = match self.spill {
+            Some(s) => Some(s.summary(by)?),
+            None => None,
+        };
+        let region_counters = (want.regions && !names.is_empty())
+            .then(|| region_counter_rows(self.region_counters, &names, by));
+        let function_counters = (want.functions && !names.is_empty())
+            .then(|| function_counter_rows(self.function_counters, &names));
+        Ok(Tables {
+            regions,
+            functions: want.functions.then(|| self.functions.finish()),
+            threads: want.threads.then(|| finish_threads(self.threads, by)),
+            metrics: if names.is_empty() { Vec::new() } else { stored },
+            counters: names,
+            region_counters,
+            function_counters,
+        })
+    }
+}
+
+/// The counters read per thread, (name, unit), in the order they were
+/// first described (by process guid, then id), each name once.
+fn counters_in_order(mut counters: Vec<(String, i64, String, String)>) -> Vec<(String, String)> {
     counters.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
     let mut names: Vec<(String, String)> = Vec::new();
     for (_, _, name, unit) in counters {
@@ -431,6 +543,12 @@ pub(crate) fn tables(p: &Profile, fed: &Federation, want: Want) -> Result<Tables
             names.push((name, unit));
         }
     }
+    names
+}
+
+/// The stored metric definitions in the order stored (by process guid,
+/// then id), each name once (the first process's).
+fn metrics_in_order(mut metrics: Vec<(String, i64, StoredMetric)>) -> Vec<StoredMetric> {
     metrics.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
     let mut stored: Vec<StoredMetric> = Vec::new();
     for (_, _, m) in metrics {
@@ -438,72 +556,68 @@ pub(crate) fn tables(p: &Profile, fed: &Federation, want: Want) -> Result<Tables
             stored.push(m);
         }
     }
-    let regions = match spill {
-        Some(s) => {
-            let path = Path::new("<temporary database>");
-            s.conn.execute_batch("COMMIT").at(path)?;
-            Some(duration_summary_on(
-                &s.conn, path, "d", "name", "duration", by,
-            )?)
+    stored
+}
+
+/// The region counter table: one row per (group, name), a sum per counter
+/// of `names`, sorted by group and name.
+fn region_counter_rows(
+    parts: HashMap<(Option<String>, String, String), RegionCounterPart>,
+    names: &[(String, String)],
+    by: bool,
+) -> Vec<CounterSumRow> {
+    let mut out: std::collections::BTreeMap<(Option<String>, String), CounterSumRow> =
+        Default::default();
+    for ((gk, name, counter), (pid, sum, n)) in parts {
+        let Some(i) = names.iter().position(|(c, _)| *c == counter) else {
+            continue;
+        };
+        let row = out
+            .entry((gk.clone(), name.clone()))
+            .or_insert_with(|| CounterSumRow {
+                pid: None,
+                guid: gk,
+                name,
+                count: 0,
+                sums: vec![None; names.len()],
+            });
+        if by {
+            row.pid = pid;
         }
-        None => None,
-    };
-    let slot = |counter: &str| names.iter().position(|(c, _)| c == counter);
-    let region_counters = (want.regions && !names.is_empty()).then(|| {
-        let mut out: std::collections::BTreeMap<(Option<String>, String), CounterSumRow> =
-            Default::default();
-        for ((gk, name, counter), (pid, sum, n)) in region_counters {
-            let Some(i) = slot(&counter) else { continue };
-            let row = out
-                .entry((gk.clone(), name.clone()))
-                .or_insert_with(|| CounterSumRow {
-                    pid: None,
-                    guid: gk,
-                    name,
-                    count: 0,
-                    sums: vec![None; names.len()],
-                });
-            if by {
-                row.pid = pid;
-            }
-            row.count = row.count.max(n);
-            if let Some(v) = sum {
-                row.sums[i] = Some(row.sums[i].unwrap_or(0.0) + v);
-            }
+        row.count = row.count.max(n);
+        if let Some(v) = sum {
+            row.sums[i] = Some(row.sums[i].unwrap_or(0.0) + v);
         }
-        out.into_values().collect()
-    });
-    let function_counters = (want.functions && !names.is_empty()).then(|| {
-        let mut out: Vec<CounterSumRow> = function_counters
-            .into_iter()
-            .filter_map(|((gk, name), (pid, sums, count))| {
-                let mut row = CounterSumRow {
-                    pid,
-                    guid: gk,
-                    name,
-                    count,
-                    sums: vec![None; names.len()],
-                };
-                let mut any = false;
-                for (counter, v) in sums {
-                    if let Some(i) = slot(&counter) {
-                        row.sums[i] = Some(v);
-                        any = true;
-                    }
+    }
+    out.into_values().collect()
+}
+
+/// The function counter table: one row per (group, leaf) with a sum of
+/// a counter of `names`, sorted by group and name.
+fn function_counter_rows(
+    parts: HashMap<(Option<String>, String), FnCounters>,
+    names: &[(String, String)],
+) -> Vec<CounterSumRow> {
+    let mut out: Vec<CounterSumRow> = parts
+        .into_iter()
+        .filter_map(|((gk, name), (pid, sums, count))| {
+            let mut row = CounterSumRow {
+                pid,
+                guid: gk,
+                name,
+                count,
+                sums: vec![None; names.len()],
+            };
+            let mut any = false;
+            for (counter, v) in sums {
+                if let Some(i) = names.iter().position(|(c, _)| *c == counter) {
+                    row.sums[i] = Some(v);
+                    any = true;
                 }
-                any.then_some(row)
-            })
-            .collect();
-        out.sort_by(|a, b| (&a.guid, &a.name).cmp(&(&b.guid, &b.name)));
-        out
-    });
-    Ok(Tables {
-        regions,
-        functions: want.functions.then(|| functions.finish()),
-        threads: want.threads.then(|| finish_threads(threads, by)),
-        metrics: if names.is_empty() { Vec::new() } else { stored },
-        counters: names,
-        region_counters,
-        function_counters,
-    })
+            }
+            any.then_some(row)
+        })
+        .collect();
+    out.sort_by(|a, b| (&a.guid, &a.name).cmp(&(&b.guid, &b.name)));
+    out
 }
