@@ -18,6 +18,7 @@
 
 #![warn(missing_docs)]
 
+pub mod atomic;
 mod bulk;
 pub mod causal;
 mod duration_stats;

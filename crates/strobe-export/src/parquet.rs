@@ -41,6 +41,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
 use parquet::schema::parser::parse_message_type;
 use parquet::schema::types::{ColumnDescPtr, ColumnPath, SchemaDescriptor};
+use strobe_db::atomic::Partial;
 use strobe_db::rusqlite::{types::ValueRef, Connection};
 use strobe_db::scan::{open_attached, qerr, scan_sql, IdMap, Window};
 use strobe_db::{Profile, SampleKind};
@@ -2112,23 +2113,17 @@ fn jobs(p: &Profile, procs: &[Proc], opts: &ParquetOptions, readers: usize) -> R
     Ok(sized.into_iter().map(|(_, j)| j).collect())
 }
 
-/// The staging directory of a dataset: removed on drop unless committed.
-struct Staging {
-    dir: PathBuf,
-    keep: bool,
-}
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        if !self.keep {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
 /// Whether `dir` is a dataset this exporter wrote (it holds [`MARKER`]).
 pub fn is_dataset(dir: &Path) -> bool {
     dir.join(MARKER).is_file()
+}
+
+/// An error of the staging directory as an error writing the output.
+fn write_err(e: strobe_db::DbError) -> ExportError {
+    match e {
+        strobe_db::DbError::Io { path, error } => ExportError::Write { path, error },
+        e => ExportError::Db(e),
+    }
 }
 
 fn io_at(path: &Path) -> impl Fn(std::io::Error) -> ExportError + '_ {
@@ -2180,8 +2175,7 @@ pub fn write_parquet_with(
     out: &Path,
     opts: &ParquetOptions,
 ) -> Result<ParquetSummary> {
-    let name = out
-        .file_name()
+    out.file_name()
         .and_then(|n| n.to_str())
         .filter(|n| !n.is_empty() && *n != "." && *n != "..")
         .ok_or_else(|| {
@@ -2196,14 +2190,8 @@ pub fn write_parquet_with(
             out.display()
         )));
     }
-    let staging = Staging {
-        dir: out.with_file_name(format!("{name}.partial")),
-        keep: false,
-    };
-    if staging.dir.exists() {
-        std::fs::remove_dir_all(&staging.dir).map_err(io_at(&staging.dir))?;
-    }
-    std::fs::create_dir_all(&staging.dir).map_err(io_at(&staging.dir))?;
+    // Written under `<out>.partial`, removed unless renamed at the end.
+    let staging = Partial::dir(out).map_err(write_err)?;
     let procs = processes(p)?;
     if procs.is_empty() {
         return Err(ExportError::Empty {
@@ -2251,7 +2239,7 @@ pub fn write_parquet_with(
                         break;
                     };
                     if let Err(e) = job(
-                        &staging.dir,
+                        staging.path(),
                         &formats,
                         &procs[w.process],
                         w,
@@ -2282,7 +2270,7 @@ pub fn write_parquet_with(
         .into_inner()
         .map_err(|_| ExportError::Usage("internal: a conversion worker failed".into()))?;
     if let Some(first) = procs.first() {
-        empty_files(&staging.dir, &formats, first, &mut counts)?;
+        empty_files(staging.path(), &formats, first, &mut counts)?;
     }
     let mut summary = ParquetSummary {
         path: out.to_path_buf(),
@@ -2297,27 +2285,10 @@ pub fn write_parquet_with(
             })
             .collect(),
     };
-    let marker = staging.dir.join(MARKER);
+    let marker = staging.path().join(MARKER);
     std::fs::write(&marker, marker_json(&summary, cx.window)?).map_err(io_at(&marker))?;
     // Commit: an earlier dataset moves aside, the new one takes its name.
-    let old = out.with_file_name(format!("{name}.old"));
-    if out.exists() {
-        if old.exists() {
-            std::fs::remove_dir_all(&old).map_err(io_at(&old))?;
-        }
-        std::fs::rename(out, &old).map_err(io_at(out))?;
-    }
-    if let Err(e) = std::fs::rename(&staging.dir, out) {
-        if old.exists() {
-            let _ = std::fs::rename(&old, out);
-        }
-        return Err(io_at(out)(e));
-    }
-    let mut staging = staging;
-    staging.keep = true;
-    if old.exists() {
-        std::fs::remove_dir_all(&old).map_err(io_at(&old))?;
-    }
+    staging.commit().map_err(write_err)?;
     summary.path = out.to_path_buf();
     Ok(summary)
 }
