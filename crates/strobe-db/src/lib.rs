@@ -10,7 +10,8 @@
 //! place, [`federation`]) and the one way the exporters read a profile,
 //! [`Profile::visit`] with a [`visit::ProfileSink`], synthetic MPI jobs for tests
 //! and benchmarks ([`synth`]), the fast raw scans of
-//! samples for readers on threads of their own ([`scan`]), the physical
+//! samples for readers on threads of their own ([`scan`]), one process's
+//! tables in storage order for columnar exports ([`process_tables`]), the physical
 //! [`merge`], the [`summary`] computations and the MPI ones ([`mpi`]),
 //! the symbolization storage ([`symbols`]) and the causal-profiling
 //! results ([`causal`]). It never prints and never resolves symbols
@@ -32,6 +33,7 @@ pub mod merge;
 pub mod mpi;
 mod parallel;
 pub mod process;
+pub mod process_tables;
 pub mod reader;
 mod region_scan;
 pub mod scan;

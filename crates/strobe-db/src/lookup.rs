@@ -2,8 +2,11 @@
 //!
 //! Owns the lookups the commands ask before or beside a visit: whether
 //! the window holds any event, where regions of a name begin and end, a
-//! setting's stored values, how many samples were stored. It never
+//! setting's stored values, every process's MPI settings, how many
+//! samples were stored. It never
 //! streams events (see [`crate::visit`]) and never formats output.
+
+use std::collections::HashMap;
 
 use crate::error::SqlContext;
 use crate::reader::Profile;
@@ -53,6 +56,25 @@ impl Profile {
             Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
             Err(e) => Err(qerr(SQL)(e)),
         }
+    }
+
+    /// The MPI settings (`mpi.*`: rank, world size, job, launcher) of
+    /// every process, by guid, then name (a NULL value reads as empty).
+    pub fn mpi_settings(&self) -> Result<HashMap<String, HashMap<String, String>>> {
+        const SQL: &str = "SELECT guid, name, value FROM strobe_settings WHERE name LIKE 'mpi.%'";
+        let rows = self.query_stream(SQL, |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+            ))
+        })?;
+        let mut out: HashMap<String, HashMap<String, String>> = HashMap::new();
+        for r in rows {
+            let (guid, name, value) = r?;
+            out.entry(guid).or_default().insert(name, value);
+        }
+        Ok(out)
     }
 
     /// Samples stored (every kind, the window ignored).

@@ -131,14 +131,24 @@ pub struct ResolvedFrame {
 impl ResolvedFrame {
     /// The function name, or `module+0xoffset` before symbolization.
     pub fn display_name(&self) -> String {
-        match (&self.function, &self.module) {
-            (Some(f), _) => f.to_string(),
-            (None, Some(m)) => {
-                let base = m.rsplit('/').next().unwrap_or(m);
-                format!("{base}+{:#x}", self.rel_pc)
-            }
-            (None, None) => format!("{:#x}", self.rel_pc),
+        display_name(
+            self.function.as_deref(),
+            self.module.as_deref(),
+            self.rel_pc,
+        )
+    }
+}
+
+/// A frame's name as shown: its function, or `module+0xoffset` before
+/// symbolization (the module's file name), or the bare pc.
+pub(crate) fn display_name(function: Option<&str>, module: Option<&str>, rel_pc: u64) -> String {
+    match (function, module) {
+        (Some(f), _) => f.to_string(),
+        (None, Some(m)) => {
+            let base = m.rsplit('/').next().unwrap_or(m);
+            format!("{base}+{rel_pc:#x}")
         }
+        (None, None) => format!("{rel_pc:#x}"),
     }
 }
 

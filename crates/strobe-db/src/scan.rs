@@ -140,8 +140,12 @@ pub struct ScannedSample {
     pub weight_ns: u64,
 }
 
+/// Most sample events a [`Mapper`] keeps before it starts over.
+const EVENT_CACHE: usize = 1 << 20;
+
 /// Maps one process's sample rows (track and event row ids) to OS ids,
-/// stacks and kinds: tracks loaded whole, events looked up once each.
+/// stacks and kinds: tracks loaded whole, events looked up once each
+/// (at most [`EVENT_CACHE`] kept).
 pub struct Mapper {
     sc: String,
     sf: String,
@@ -191,6 +195,9 @@ impl Mapper {
     pub fn event(&mut self, conn: &rusqlite::Connection, id: i64) -> Result<(i64, SampleKind)> {
         if let Some(e) = self.events.get(&id) {
             return Ok(*e);
+        }
+        if self.events.len() >= EVENT_CACHE {
+            self.events.clear();
         }
         let (sc, sf) = (&self.sc, &self.sf);
         let sql = format!(

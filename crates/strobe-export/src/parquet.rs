@@ -42,8 +42,10 @@ use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedW
 use parquet::schema::parser::parse_message_type;
 use parquet::schema::types::{ColumnDescPtr, ColumnPath, SchemaDescriptor};
 use strobe_db::atomic::Partial;
-use strobe_db::rusqlite::{types::ValueRef, Connection};
-use strobe_db::scan::{open_attached, qerr, scan_sql, IdMap, Window};
+use strobe_db::process_tables::{
+    ArgJoin, CounterScan, ProcessSource, ProcessTables, RegionArg, RegionsRead, SampleScan,
+};
+use strobe_db::scan::{IdMap, Window};
 use strobe_db::{Profile, SampleKind};
 
 use crate::error::{ExportError, Result};
@@ -511,9 +513,8 @@ impl ProcessClock {
 struct Proc {
     guid: String,
     guid_value: ByteArray,
-    schema: String,
-    suffix: String,
-    file: PathBuf,
+    /// Where its tables are read.
+    source: ProcessSource,
     row: ProcessRow,
     /// The hive partition directory of its node, `node=…`.
     node_dir: String,
@@ -542,34 +543,16 @@ fn partition_value(s: &str) -> String {
     out
 }
 
-/// The `mpi.*` settings of every process, by guid.
-fn mpi_settings(p: &Profile) -> Result<HashMap<String, HashMap<String, String>>> {
-    let sql = "SELECT guid, name, value FROM strobe_settings WHERE name LIKE 'mpi.%'";
-    let rows = p.query_stream(sql, |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, Option<String>>(2)?.unwrap_or_default(),
-        ))
-    })?;
-    let mut out: HashMap<String, HashMap<String, String>> = HashMap::new();
-    for r in rows {
-        let (guid, name, value) = r?;
-        out.entry(guid).or_default().insert(name, value);
-    }
-    Ok(out)
-}
-
 /// The processes of `p`, one per table set.
 fn processes(p: &Profile) -> Result<Vec<Proc>> {
     let run = p.run()?;
     let (rows, shifts) = (&run.processes, &run.shifts);
     let by_guid: HashMap<&str, &ProcessRow> = rows.iter().map(|r| (r.guid.as_str(), r)).collect();
-    let settings = mpi_settings(p)?;
+    let settings = p.mpi_settings()?;
     let mut out = Vec::new();
-    for (k, (ts, guid)) in p.table_sets().into_iter().enumerate() {
-        // Each process is read from its file on a connection of its own.
-        let file = p.set_file(k).to_path_buf();
+    // Each process is read from its file on a connection of its own.
+    for source in p.process_sources() {
+        let guid = source.guid.clone();
         let row = by_guid.get(guid.as_str()).map_or_else(
             || ProcessRow {
                 guid: guid.clone(),
@@ -591,9 +574,7 @@ fn processes(p: &Profile) -> Result<Vec<Proc>> {
             clock: ProcessClock {
                 shift: shifts.get(&guid).copied().unwrap_or_default(),
             },
-            schema: ts.schema,
-            suffix: ts.suffix,
-            file,
+            source,
             row,
             guid,
         });
@@ -686,10 +667,10 @@ impl<'a> Emit<'a> {
 /// Whether reading goes on.
 type Go = Result<bool>;
 
-/// A string cache of one process's `rocpd_string` (names, categories),
+/// A cache of one process's strings (names, categories) as values,
 /// cleared when it grows past [`STRING_CACHE`].
+#[derive(Default)]
 struct Strings {
-    sql: String,
     map: IdMap<i64, ByteArray>,
 }
 
@@ -697,70 +678,23 @@ struct Strings {
 const STRING_CACHE: usize = 65_536;
 
 impl Strings {
-    fn new(sc: &str, sf: &str) -> Strings {
-        Strings {
-            sql: format!("SELECT string FROM \"{sc}\".\"rocpd_string{sf}\" WHERE id = ?1"),
-            map: IdMap::default(),
-        }
-    }
-
-    fn get(&mut self, conn: &Connection, id: i64) -> Result<ByteArray> {
+    fn get(&mut self, t: &ProcessTables, id: i64) -> Result<ByteArray> {
         if let Some(s) = self.map.get(&id) {
             return Ok(s.clone());
         }
         if self.map.len() >= STRING_CACHE {
             self.map.clear();
         }
-        let v: Option<String> = conn
-            .prepare_cached(&self.sql)
-            .and_then(|mut st| {
-                st.query_row([id], |r| r.get(0)).or_else(|e| match e {
-                    strobe_db::rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                    e => Err(e),
-                })
-            })
-            .map_err(qerr(&self.sql))?;
-        let b = text(&v.unwrap_or_default());
+        let b = text(&t.string(id)?);
         self.map.insert(id, b.clone());
         Ok(b)
-    }
-}
-
-/// The time window as SQL conditions on `lo_col`/`hi_col` (`lo_col >=
-/// window start AND hi_col <= window end`), `AND`-joined, or empty.
-fn window_sql(window: (Option<i64>, Option<i64>), lo_col: &str, hi_col: &str) -> Vec<String> {
-    let mut w = Vec::new();
-    if let Some(lo) = window.0 {
-        w.push(format!("{lo_col} >= {lo}"));
-    }
-    if let Some(hi) = window.1 {
-        w.push(format!("{hi_col} <= {hi}"));
-    }
-    w
-}
-
-fn where_of(conds: &[String]) -> String {
-    if conds.is_empty() {
-        String::new()
-    } else {
-        format!("WHERE {}", conds.join(" AND "))
-    }
-}
-
-/// Text of a column, lossy for bytes that are not UTF-8.
-fn text_ref(v: ValueRef<'_>) -> Option<String> {
-    match v {
-        ValueRef::Text(t) | ValueRef::Blob(t) => Some(String::from_utf8_lossy(t).into_owned()),
-        ValueRef::Integer(i) => Some(i.to_string()),
-        ValueRef::Real(f) => Some(f.to_string()),
-        ValueRef::Null => None,
     }
 }
 
 /// What the reader of one job needs besides the process.
 #[derive(Clone, Copy)]
 struct ReadCtx {
-    window: (Option<i64>, Option<i64>),
+    window: Window,
     time_kind: SampleKind,
     batch_rows: usize,
 }
@@ -784,50 +718,20 @@ fn read_processes(pr: &Proc, e: &mut Emit<'_>) -> Go {
     Ok(e.end_row())
 }
 
-fn read_threads(conn: &Connection, pr: &Proc, e: &mut Emit<'_>) -> Go {
-    let (sc, sf) = (&pr.schema, &pr.suffix);
-    let sql = format!(
-        "SELECT tid, name, start, \"end\" FROM \"{sc}\".\"rocpd_info_thread{sf}\" ORDER BY rowid"
-    );
-    let mut st = conn.prepare(&sql).map_err(qerr(&sql))?;
-    let mut rows = st.query([]).map_err(qerr(&sql))?;
-    while let Some(r) = rows.next().map_err(qerr(&sql))? {
-        let get = |k| -> Result<Option<i64>> { r.get(k).map_err(|e| qerr(&sql)(e).into()) };
-        let tid = get(0)?.unwrap_or(0);
-        let name = text_ref(r.get_ref(1).map_err(qerr(&sql))?);
-        let (start, end) = (get(2)?, get(3)?);
+fn read_threads(t: &ProcessTables, pr: &Proc, e: &mut Emit<'_>) -> Go {
+    t.threads(|th| {
         let b = &mut e.batch;
         b.str(&pr.guid_value);
         b.i64(pr.row.pid);
-        b.i64(tid);
-        b.opt_str(name.as_deref().map(text).as_ref());
-        b.opt_i64(start);
-        b.opt_i64(end);
-        b.opt_i64(start.map(|t| pr.clock.align(t)));
-        b.opt_i64(end.map(|t| pr.clock.align(t)));
-        if !e.end_row() {
-            return Ok(false);
-        }
-    }
-    Ok(true)
+        b.i64(th.tid);
+        b.opt_str(th.name.as_deref().map(text).as_ref());
+        b.opt_i64(th.start);
+        b.opt_i64(th.end);
+        b.opt_i64(th.start.map(|t| pr.clock.align(t)));
+        b.opt_i64(th.end.map(|t| pr.clock.align(t)));
+        Ok(e.end_row())
+    })
 }
-
-/// OS tid of each thread row id of the process.
-fn thread_ids(conn: &Connection, sc: &str, sf: &str) -> Result<IdMap<i64, i64>> {
-    let sql = format!("SELECT id, tid FROM \"{sc}\".\"rocpd_info_thread{sf}\"");
-    let mut st = conn.prepare(&sql).map_err(qerr(&sql))?;
-    let mut rows = st.query([]).map_err(qerr(&sql))?;
-    let mut out = IdMap::default();
-    while let Some(r) = rows.next().map_err(qerr(&sql))? {
-        let id: i64 = r.get(0).map_err(qerr(&sql))?;
-        let tid: Option<i64> = r.get(1).map_err(qerr(&sql))?;
-        out.insert(id, tid.unwrap_or(0));
-    }
-    Ok(out)
-}
-
-/// A region argument as stored: (event id, position, name, type, value).
-type ArgRow = (i64, i64, String, String, String);
 
 /// The arguments of the MPI contract that get typed columns.
 #[derive(Default)]
@@ -890,142 +794,59 @@ fn json_value(out: &mut Vec<u8>, ty: &str, value: &str) {
 }
 
 /// The arguments as one JSON object (of equal names, the last kept).
-fn args_json(out: &mut Vec<u8>, args: &[ArgRow]) {
+fn args_json(out: &mut Vec<u8>, args: &[RegionArg]) {
     out.clear();
     out.push(b'{');
     let mut first = true;
-    for (i, (_, _, name, ty, value)) in args.iter().enumerate() {
-        if args[i + 1..].iter().any(|a| a.2 == *name) {
+    for (i, a) in args.iter().enumerate() {
+        if args[i + 1..].iter().any(|b| b.name == a.name) {
             continue;
         }
         if !first {
             out.push(b',');
         }
         first = false;
-        jsonw::string(out, name);
+        jsonw::string(out, &a.name);
         out.push(b':');
-        json_value(out, ty, value);
+        json_value(out, &a.ty, &a.value);
     }
     out.push(b'}');
 }
 
-/// How one process's regions meet their arguments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ArgJoin {
-    /// Both tables in storage order, merged by event id: regions and their
-    /// arguments are written together, so both are in event order (no
-    /// sort, no index).
-    Storage,
-    /// Both sorted by event id by SQLite: for files whose rows are not in
-    /// event order.
-    Sorted,
-}
-
-/// Streams the regions of one process with their arguments; `Ok(None)`
-/// when `join` is [`ArgJoin::Storage`] and the rows turn out not to be in
-/// event order (the caller discards what was sent and reads again,
-/// sorted).
+/// Streams the regions of one process (window applied) with their
+/// arguments, as `join` reads them (see [`RegionsRead`]).
 fn read_regions(
-    conn: &Connection,
+    t: &ProcessTables,
     pr: &Proc,
-    cx: ReadCtx,
     join: ArgJoin,
     e: &mut Emit<'_>,
-) -> Result<Option<bool>> {
-    let (sc, sf) = (&pr.schema, &pr.suffix);
-    let threads = thread_ids(conn, sc, sf)?;
-    let mut strings = Strings::new(sc, sf);
-    let (order, args_order) = match join {
-        ArgJoin::Storage => ("R.rowid", "rowid"),
-        ArgJoin::Sorted => ("R.event_id", "event_id, position"),
-    };
-    let sql = format!(
-        "SELECT R.tid, R.start, R.\"end\", R.name_id, E.category_id, E.correlation_id, E.stack_id, R.event_id
-         FROM \"{sc}\".\"rocpd_region{sf}\" R JOIN \"{sc}\".\"rocpd_event{sf}\" E ON E.id = R.event_id
-         {} ORDER BY {order}",
-        where_of(&window_sql(cx.window, "R.\"end\"", "R.start"))
-    );
-    let asql = format!(
-        "SELECT event_id, position, name, type, value FROM \"{sc}\".\"rocpd_arg{sf}\" ORDER BY {args_order}"
-    );
-    let mut ast = conn.prepare(&asql).map_err(qerr(&asql))?;
-    let mut arows = ast.query([]).map_err(qerr(&asql))?;
-    let mut next_arg = || -> Result<Option<ArgRow>> {
-        let Some(r) = arows.next().map_err(qerr(&asql))? else {
-            return Ok(None);
-        };
-        let s = |k| -> Result<String> {
-            Ok(text_ref(r.get_ref(k).map_err(qerr(&asql))?).unwrap_or_default())
-        };
-        Ok(Some((
-            r.get::<_, Option<i64>>(0)
-                .map_err(qerr(&asql))?
-                .unwrap_or(-1),
-            r.get::<_, Option<i64>>(1)
-                .map_err(qerr(&asql))?
-                .unwrap_or(0),
-            s(2)?,
-            s(3)?,
-            s(4)?,
-        )))
-    };
-    let mut pending = next_arg()?;
-    let mut last_arg_event = i64::MIN;
-    let mut last_event = i64::MIN;
-    let mut args: Vec<ArgRow> = Vec::new();
+) -> Result<RegionsRead> {
+    let mut strings = Strings::default();
     let mut json = Vec::new();
-    let mut st = conn.prepare(&sql).map_err(qerr(&sql))?;
-    let mut rows = st.query([]).map_err(qerr(&sql))?;
-    while let Some(r) = rows.next().map_err(qerr(&sql))? {
-        let int = |k| -> Result<Option<i64>> { r.get(k).map_err(|e| qerr(&sql)(e).into()) };
-        let tid_row = int(0)?.unwrap_or(0);
-        let (start, end) = (int(1)?.unwrap_or(0), int(2)?.unwrap_or(0));
-        let name_id = int(3)?.unwrap_or(0);
-        let (category_id, corr_id, stack_id) = (int(4)?, int(5)?, int(6)?);
-        let event = int(7)?.unwrap_or(-1);
-        if join == ArgJoin::Storage && event <= last_event {
-            return Ok(None);
-        }
-        last_event = event;
-        args.clear();
-        while let Some(a) = &pending {
-            if a.0 > event {
-                break;
-            }
-            if a.0 < last_arg_event && join == ArgJoin::Storage {
-                return Ok(None);
-            }
-            last_arg_event = a.0;
-            let a = pending.take().unwrap_or_default();
-            if a.0 == event {
-                args.push(a);
-            }
-            pending = next_arg()?;
-        }
-        args.sort_by_key(|a| a.1);
+    t.regions(join, |r| {
         let mut mpi = MpiArgs::default();
-        for a in &args {
-            mpi.take(&a.2, &a.4);
+        for a in r.args {
+            mpi.take(&a.name, &a.value);
         }
-        let name = strings.get(conn, name_id)?;
-        let category = category_id.map(|c| strings.get(conn, c)).transpose()?;
+        let name = strings.get(t, r.name_id)?;
+        let category = r.category_id.map(|c| strings.get(t, c)).transpose()?;
         let b = &mut e.batch;
         b.str(&pr.guid_value);
         b.i64(pr.row.pid);
-        b.i64(threads.get(&tid_row).copied().unwrap_or(tid_row));
-        b.i64(start);
-        b.i64(end);
-        b.i64(end - start);
-        b.i64(pr.clock.align(start));
-        b.i64(pr.clock.align(end));
+        b.i64(r.tid);
+        b.i64(r.start);
+        b.i64(r.end);
+        b.i64(r.end - r.start);
+        b.i64(pr.clock.align(r.start));
+        b.i64(pr.clock.align(r.end));
         b.str(&name);
         b.opt_str(category.as_ref());
-        b.opt_i64(corr_id);
-        b.opt_i64(stack_id);
-        if args.is_empty() {
+        b.opt_i64(r.correlation_id);
+        b.opt_i64(r.stack_id);
+        if r.args.is_empty() {
             b.opt_str(None);
         } else {
-            args_json(&mut json, &args);
+            args_json(&mut json, r.args);
             b.opt_str(Some(&ByteArray::from(json.clone())));
         }
         b.opt_i64(mpi.bytes);
@@ -1035,11 +856,8 @@ fn read_regions(
         b.opt_i64(mpi.root);
         b.opt_str(mpi.comm.as_deref().map(text).as_ref());
         b.opt_i64(mpi.comm_size);
-        if !e.end_row() {
-            return Ok(Some(false));
-        }
-    }
-    Ok(Some(true))
+        Ok(e.end_row())
+    })
 }
 
 /// One frame of a stack as written: display name, module, pc, source.
@@ -1052,308 +870,39 @@ struct FrameOut {
     line: Option<i64>,
 }
 
-/// Loads the process's frames (module path, pc, names) by frame row id.
-fn frames(conn: &Connection, sc: &str, sf: &str) -> Result<IdMap<i64, FrameOut>> {
-    let sql = format!(
-        "SELECT F.id, M.path, F.rel_pc, F.function, F.file, F.line FROM \"{sc}\".\"strobe_frame{sf}\" F
-         LEFT JOIN \"{sc}\".\"strobe_module{sf}\" M ON M.id = F.module_id"
-    );
-    let mut st = conn.prepare(&sql).map_err(qerr(&sql))?;
-    let mut rows = st.query([]).map_err(qerr(&sql))?;
-    let mut modules: HashMap<String, (Arc<str>, ByteArray)> = HashMap::new();
+/// The process's frames as written, by frame row id (one value per
+/// distinct module and file).
+fn frames(t: &ProcessTables) -> Result<IdMap<i64, FrameOut>> {
+    let mut modules: HashMap<String, ByteArray> = HashMap::new();
     let mut files: HashMap<String, ByteArray> = HashMap::new();
     let mut out = IdMap::default();
-    while let Some(r) = rows.next().map_err(qerr(&sql))? {
-        let q = qerr(&sql);
-        let id: i64 = r.get(0).map_err(&q)?;
-        let module = text_ref(r.get_ref(1).map_err(&q)?).map(|m| {
-            modules
-                .entry(m.clone())
-                .or_insert_with(|| (Arc::from(m.as_str()), text(&m)))
-                .clone()
-        });
-        let rel_pc: i64 = r.get::<_, Option<i64>>(2).map_err(&q)?.unwrap_or(0);
-        let function = text_ref(r.get_ref(3).map_err(&q)?);
-        let file = text_ref(r.get_ref(4).map_err(&q)?)
-            .map(|f| files.entry(f.clone()).or_insert_with(|| text(&f)).clone());
-        let line: Option<i64> = r.get(5).map_err(&q)?;
-        let shown = strobe_db::ResolvedFrame {
-            module: module.as_ref().map(|m| m.0.clone()),
-            rel_pc: rel_pc as u64,
-            function: function.as_deref().map(Arc::from),
-            file: None,
-            line: None,
-        }
-        .display_name();
+    t.frames(|f| {
+        let shown = f.display_name();
+        let module = f
+            .module
+            .map(|m| modules.entry(m).or_insert_with_key(|m| text(m)).clone());
+        let file = f
+            .file
+            .map(|m| files.entry(m).or_insert_with_key(|m| text(m)).clone());
         out.insert(
-            id,
+            f.id,
             FrameOut {
                 function: text(&shown),
-                module: module.map(|m| m.1),
-                rel_pc,
+                module,
+                rel_pc: f.rel_pc,
                 file,
-                line,
+                line: f.line,
             },
         );
-    }
+    })?;
     Ok(out)
 }
 
-/// What a sample's event says, resolved once per event: its call stack
-/// (-1: none), kind (index into [`SampleReader::kinds`]) and leaf frame
-/// (display name, module).
-#[derive(Clone)]
-struct SampleEvent {
-    stack: i64,
-    kind: usize,
-    function: Option<ByteArray>,
-    module: Option<ByteArray>,
-}
-
-/// A process's samples in row-id ranges: OS ids per track and what each
-/// event says, loaded once and kept from one range to the next.
-struct SampleReader {
-    time_kind: SampleKind,
-    kinds: [ByteArray; 3],
-    tracks: IdMap<i64, (i64, i64)>,
-    event_sql: String,
-    leaf_sql: String,
-    events: IdMap<i64, SampleEvent>,
-    modules: HashMap<String, ByteArray>,
-}
-
-/// Most sample events cached per process.
-const EVENT_CACHE: usize = 1 << 20;
-
-/// The kinds in [`SampleReader::kinds`] order.
-const KINDS: [SampleKind; 3] = [SampleKind::Cpu, SampleKind::Wall, SampleKind::OffCpu];
-
-impl SampleReader {
-    fn new(conn: &Connection, pr: &Proc, cx: ReadCtx) -> Result<SampleReader> {
-        let (sc, sf) = (&pr.schema, &pr.suffix);
-        let tsql = format!(
-            "SELECT T.id, P.pid, TH.tid FROM \"{sc}\".\"rocpd_track{sf}\" T
-             LEFT JOIN \"{sc}\".\"rocpd_info_process{sf}\" P ON P.id = T.pid
-             LEFT JOIN \"{sc}\".\"rocpd_info_thread{sf}\" TH ON TH.id = T.tid"
-        );
-        let mut tracks = IdMap::default();
-        {
-            let mut st = conn.prepare(&tsql).map_err(qerr(&tsql))?;
-            let mut rows = st.query([]).map_err(qerr(&tsql))?;
-            while let Some(r) = rows.next().map_err(qerr(&tsql))? {
-                let q = qerr(&tsql);
-                let id: i64 = r.get(0).map_err(&q)?;
-                let pid: Option<i64> = r.get(1).map_err(&q)?;
-                let tid: Option<i64> = r.get(2).map_err(&q)?;
-                tracks.insert(id, (pid.unwrap_or(0), tid.unwrap_or(0)));
-            }
-        }
-        Ok(SampleReader {
-            time_kind: cx.time_kind,
-            kinds: KINDS.map(|k| text(k.category())),
-            tracks,
-            event_sql: format!(
-                "SELECT E.stack_id, S.string FROM \"{sc}\".\"rocpd_event{sf}\" E
-                 LEFT JOIN \"{sc}\".\"rocpd_string{sf}\" S ON S.id = E.category_id WHERE E.id = ?1"
-            ),
-            leaf_sql: format!(
-                "SELECT M.path, F.rel_pc, F.function FROM \"{sc}\".\"strobe_callsite{sf}\" C
-                 JOIN \"{sc}\".\"strobe_frame{sf}\" F ON F.id = C.frame_id
-                 LEFT JOIN \"{sc}\".\"strobe_module{sf}\" M ON M.id = F.module_id WHERE C.id = ?1"
-            ),
-            events: IdMap::default(),
-            modules: HashMap::new(),
-        })
-    }
-
-    /// Resolves event `id` (its stack, kind and leaf frame) into the
-    /// cache. A sample of no known kind is of the profile's time kind (as
-    /// every exporter counts it).
-    fn resolve(&mut self, conn: &Connection, id: i64) -> Result<()> {
-        if self.events.len() >= EVENT_CACHE {
-            self.events.clear();
-        }
-        let found = if id < 0 {
-            None
-        } else {
-            conn.prepare_cached(&self.event_sql)
-                .and_then(|mut q| {
-                    q.query_row([id], |r| {
-                        Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, Option<String>>(1)?))
-                    })
-                    .map(Some)
-                    .or_else(|e| match e {
-                        strobe_db::rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                        e => Err(e),
-                    })
-                })
-                .map_err(qerr(&self.event_sql))?
-        };
-        let (stack, category) = found.unwrap_or((None, None));
-        let kind = category
-            .as_deref()
-            .and_then(strobe_db::scan::kind_of)
-            .unwrap_or(self.time_kind);
-        let stack = stack.unwrap_or(-1);
-        let (function, module) = if stack >= 0 {
-            self.leaf(conn, stack)?
-        } else {
-            (None, None)
-        };
-        self.events.insert(
-            id,
-            SampleEvent {
-                stack,
-                kind: KINDS.iter().position(|k| *k == kind).unwrap_or(0),
-                function,
-                module,
-            },
-        );
-        Ok(())
-    }
-
-    /// The leaf frame's (display name, module) of call site `id`.
-    fn leaf(
-        &mut self,
-        conn: &Connection,
-        id: i64,
-    ) -> Result<(Option<ByteArray>, Option<ByteArray>)> {
-        let found = conn
-            .prepare_cached(&self.leaf_sql)
-            .and_then(|mut q| {
-                q.query_row([id], |r| {
-                    Ok((
-                        r.get::<_, Option<String>>(0)?,
-                        r.get::<_, Option<i64>>(1)?.unwrap_or(0),
-                        r.get::<_, Option<String>>(2)?,
-                    ))
-                })
-                .map(Some)
-                .or_else(|e| match e {
-                    strobe_db::rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                    e => Err(e),
-                })
-            })
-            .map_err(qerr(&self.leaf_sql))?;
-        let Some((module, rel_pc, function)) = found else {
-            return Ok((None, None));
-        };
-        let shown = strobe_db::ResolvedFrame {
-            module: module.as_deref().map(Arc::from),
-            rel_pc: rel_pc as u64,
-            function: function.as_deref().map(Arc::from),
-            file: None,
-            line: None,
-        }
-        .display_name();
-        let m = module.map(|m| {
-            self.modules
-                .entry(m.clone())
-                .or_insert_with(|| text(&m))
-                .clone()
-        });
-        Ok((Some(text(&shown)), m))
-    }
-}
-
-impl RangeReader for SampleReader {
-    fn read(
-        &mut self,
-        conn: &Connection,
-        pr: &Proc,
-        cx: ReadCtx,
-        rows: Window,
-        e: &mut Emit<'_>,
-    ) -> Go {
-        let sql = scan_sql(&pr.schema, &pr.suffix, cx.window, rows, false);
-        let mut st = conn.prepare(&sql).map_err(qerr(&sql))?;
-        let mut q = st.query([]).map_err(qerr(&sql))?;
-        // Neighbouring samples are mostly of one thread: its ids are kept.
-        let mut last_track = (i64::MIN, (0, 0));
-        while let Some(r) = q.next().map_err(qerr(&sql))? {
-            let (track, timestamp, event, weight) =
-                strobe_db::scan::columns(r).map_err(qerr(&sql))?;
-            if track != last_track.0 {
-                last_track = (track, self.tracks.get(&track).copied().unwrap_or((0, 0)));
-            }
-            let (pid, tid) = last_track.1;
-            if !self.events.contains_key(&event) {
-                self.resolve(conn, event)?;
-            }
-            let Some(ev) = self.events.get(&event) else {
-                continue;
-            };
-            let b = &mut e.batch;
-            b.str(&pr.guid_value);
-            b.i64(pid);
-            b.i64(tid);
-            b.i64(timestamp);
-            b.i64(pr.clock.align(timestamp));
-            b.str(&self.kinds[ev.kind]);
-            b.i64(weight.min(i64::MAX as u64) as i64);
-            b.opt_i64((ev.stack >= 0).then_some(ev.stack));
-            b.opt_str(ev.function.as_ref());
-            b.opt_str(ev.module.as_ref());
-            if !e.end_row() {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    }
-}
-
-/// A large table read in row-id ranges, possibly by several threads.
-trait RangeReader {
-    /// Reads the rows whose row id is in `rows` (window applied) into `e`.
-    fn read(
-        &mut self,
-        conn: &Connection,
-        pr: &Proc,
-        cx: ReadCtx,
-        rows: Window,
-        e: &mut Emit<'_>,
-    ) -> Go;
-}
-
-/// The reader of a large table (samples, counters).
-fn range_reader(
-    t: TableId,
-    conn: &Connection,
-    pr: &Proc,
-    cx: ReadCtx,
-) -> Result<Box<dyn RangeReader>> {
-    Ok(if t == T_SAMPLES {
-        Box::new(SampleReader::new(conn, pr, cx)?)
-    } else {
-        Box::new(CounterReader::new(conn, pr)?)
-    })
-}
-
-/// Deepest stack walked before a call-site chain is taken for a cycle.
-const MAX_DEPTH: i64 = 100_000;
-
-fn read_stacks(conn: &Connection, pr: &Proc, e: &mut Emit<'_>) -> Go {
-    let (sc, sf) = (&pr.schema, &pr.suffix);
-    let csql = format!("SELECT id, parent_id, frame_id FROM \"{sc}\".\"strobe_callsite{sf}\"");
-    let mut callsites: IdMap<i64, (Option<i64>, i64)> = IdMap::default();
-    {
-        let mut st = conn.prepare(&csql).map_err(qerr(&csql))?;
-        let mut rows = st.query([]).map_err(qerr(&csql))?;
-        while let Some(r) = rows.next().map_err(qerr(&csql))? {
-            let q = qerr(&csql);
-            callsites.insert(
-                r.get(0).map_err(&q)?,
-                (
-                    r.get(1).map_err(&q)?,
-                    r.get::<_, Option<i64>>(2).map_err(&q)?.unwrap_or(0),
-                ),
-            );
-        }
-    }
-    if callsites.is_empty() {
+fn read_stacks(t: &ProcessTables, pr: &Proc, e: &mut Emit<'_>) -> Go {
+    let Some(walk) = t.stack_walk()? else {
         return Ok(true);
-    }
-    let frames = frames(conn, sc, sf)?;
+    };
+    let frames = frames(t)?;
     let unknown = FrameOut {
         function: text("[unknown]"),
         module: None,
@@ -1361,134 +910,152 @@ fn read_stacks(conn: &Connection, pr: &Proc, e: &mut Emit<'_>) -> Go {
         file: None,
         line: None,
     };
-    let sql = format!(
-        "SELECT DISTINCT stack_id FROM \"{sc}\".\"rocpd_event{sf}\" WHERE stack_id IS NOT NULL ORDER BY stack_id"
-    );
-    let mut st = conn.prepare(&sql).map_err(qerr(&sql))?;
-    let mut rows = st.query([]).map_err(qerr(&sql))?;
-    while let Some(r) = rows.next().map_err(qerr(&sql))? {
-        let leaf: i64 = r.get(0).map_err(qerr(&sql))?;
-        let mut cur = Some(leaf);
-        let mut depth = 0i64;
-        while let Some(cs) = cur {
-            let Some(&(parent, frame)) = callsites.get(&cs) else {
-                break;
-            };
-            if depth >= MAX_DEPTH {
-                return Err(strobe_db::DbError::Corrupt {
-                    path: PathBuf::from(&pr.file),
-                    detail: format!("call site {leaf} of {} forms a cycle", pr.guid),
-                }
-                .into());
-            }
-            let f = frames.get(&frame).unwrap_or(&unknown);
-            let b = &mut e.batch;
-            b.str(&pr.guid_value);
-            b.i64(leaf);
-            b.i64(depth);
-            b.str(&f.function);
-            b.opt_str(f.module.as_ref());
-            b.i64(f.rel_pc);
-            b.opt_str(f.file.as_ref());
-            b.opt_i64(f.line);
-            if !e.end_row() {
-                return Ok(false);
-            }
-            cur = parent;
-            depth += 1;
-        }
-    }
-    Ok(true)
+    walk.each(t, |leaf, depth, frame| {
+        let f = frames.get(&frame).unwrap_or(&unknown);
+        let b = &mut e.batch;
+        b.str(&pr.guid_value);
+        b.i64(leaf);
+        b.i64(depth);
+        b.str(&f.function);
+        b.opt_str(f.module.as_ref());
+        b.i64(f.rel_pc);
+        b.opt_str(f.file.as_ref());
+        b.opt_i64(f.line);
+        Ok(e.end_row())
+    })
 }
 
-/// A process's counter values in row-id ranges: counter names and the
-/// threads of tracks, loaded once.
+/// A large table read in row-id ranges, possibly by several threads.
+trait RangeReader {
+    /// Reads the rows whose row id is in `rows` (window applied) into `e`.
+    fn read(&mut self, t: &ProcessTables, pr: &Proc, rows: Window, e: &mut Emit<'_>) -> Go;
+}
+
+/// The reader of a large table (samples, counters).
+fn range_reader(t: TableId, tables: &ProcessTables, cx: ReadCtx) -> Result<Box<dyn RangeReader>> {
+    Ok(if t == T_SAMPLES {
+        Box::new(SampleReader::new(tables, cx)?)
+    } else {
+        Box::new(CounterReader::new(tables)?)
+    })
+}
+
+/// The leaf frame of a sample's stack as written: display name, module.
+type Leaf = (Option<ByteArray>, Option<ByteArray>);
+
+/// A process's samples in row-id ranges, through strobe-db's one sample
+/// reader, with the leaf frame of each stack resolved once and kept from
+/// one range to the next.
+struct SampleReader {
+    scan: SampleScan,
+    kinds: [ByteArray; 3],
+    leaves: IdMap<i64, Leaf>,
+    modules: HashMap<String, ByteArray>,
+}
+
+/// Most leaf frames cached per process.
+const LEAF_CACHE: usize = 1 << 20;
+
+/// The kinds in [`SampleReader::kinds`] order.
+const KINDS: [SampleKind; 3] = [SampleKind::Cpu, SampleKind::Wall, SampleKind::OffCpu];
+
+impl SampleReader {
+    fn new(t: &ProcessTables, cx: ReadCtx) -> Result<SampleReader> {
+        Ok(SampleReader {
+            scan: t.sample_scan(cx.time_kind)?,
+            kinds: KINDS.map(|k| text(k.category())),
+            leaves: IdMap::default(),
+            modules: HashMap::new(),
+        })
+    }
+}
+
+/// The leaf frame's (display name, module) of call site `id`.
+fn leaf(t: &ProcessTables, id: i64, modules: &mut HashMap<String, ByteArray>) -> Result<Leaf> {
+    let Some(f) = t.leaf(id)? else {
+        return Ok((None, None));
+    };
+    let shown = f.display_name();
+    let m = f
+        .module
+        .map(|m| modules.entry(m).or_insert_with_key(|m| text(m)).clone());
+    Ok((Some(text(&shown)), m))
+}
+
+impl RangeReader for SampleReader {
+    fn read(&mut self, t: &ProcessTables, pr: &Proc, rows: Window, e: &mut Emit<'_>) -> Go {
+        let SampleReader {
+            scan,
+            kinds,
+            leaves,
+            modules,
+        } = self;
+        scan.read(t, rows, |s| {
+            let leaf = if s.stack_id < 0 {
+                None
+            } else {
+                if !leaves.contains_key(&s.stack_id) {
+                    if leaves.len() >= LEAF_CACHE {
+                        leaves.clear();
+                    }
+                    leaves.insert(s.stack_id, leaf(t, s.stack_id, modules)?);
+                }
+                leaves.get(&s.stack_id)
+            };
+            let kind = KINDS.iter().position(|k| *k == s.kind).unwrap_or(0);
+            let b = &mut e.batch;
+            b.str(&pr.guid_value);
+            b.i64(s.pid);
+            b.i64(s.tid);
+            b.i64(s.timestamp);
+            b.i64(pr.clock.align(s.timestamp));
+            b.str(&kinds[kind]);
+            b.i64(s.weight_ns.min(i64::MAX as u64) as i64);
+            b.opt_i64((s.stack_id >= 0).then_some(s.stack_id));
+            b.opt_str(leaf.and_then(|l| l.0.as_ref()));
+            b.opt_str(leaf.and_then(|l| l.1.as_ref()));
+            Ok(e.end_row())
+        })
+    }
+}
+
+/// A process's counter values in row-id ranges: counter names as
+/// written, loaded once.
 struct CounterReader {
-    pmcs: IdMap<i64, (ByteArray, Option<ByteArray>)>,
-    tracks: IdMap<i64, Option<i64>>,
+    scan: CounterScan,
+    names: IdMap<i64, (ByteArray, Option<ByteArray>)>,
 }
 
 impl CounterReader {
-    fn new(conn: &Connection, pr: &Proc) -> Result<CounterReader> {
-        let (sc, sf) = (&pr.schema, &pr.suffix);
-        let psql = format!("SELECT id, name, units FROM \"{sc}\".\"rocpd_info_pmc{sf}\"");
-        let mut pmcs = IdMap::default();
-        {
-            let mut st = conn.prepare(&psql).map_err(qerr(&psql))?;
-            let mut rows = st.query([]).map_err(qerr(&psql))?;
-            while let Some(r) = rows.next().map_err(qerr(&psql))? {
-                let q = qerr(&psql);
-                let id: i64 = r.get(0).map_err(&q)?;
-                let name = text_ref(r.get_ref(1).map_err(&q)?).unwrap_or_default();
-                let unit = text_ref(r.get_ref(2).map_err(&q)?);
-                pmcs.insert(id, (text(&name), unit.as_deref().map(text)));
-            }
-        }
-        let tsql = format!(
-            "SELECT T.id, TH.tid FROM \"{sc}\".\"rocpd_track{sf}\" T
-             LEFT JOIN \"{sc}\".\"rocpd_info_thread{sf}\" TH ON TH.id = T.tid"
-        );
-        let mut tracks = IdMap::default();
-        {
-            let mut st = conn.prepare(&tsql).map_err(qerr(&tsql))?;
-            let mut rows = st.query([]).map_err(qerr(&tsql))?;
-            while let Some(r) = rows.next().map_err(qerr(&tsql))? {
-                let q = qerr(&tsql);
-                tracks.insert(r.get(0).map_err(&q)?, r.get(1).map_err(&q)?);
-            }
-        }
-        Ok(CounterReader { pmcs, tracks })
+    fn new(t: &ProcessTables) -> Result<CounterReader> {
+        let scan = t.counter_scan()?;
+        let names = scan
+            .counters()
+            .iter()
+            .map(|c| (c.id, (text(&c.name), c.unit.as_deref().map(text))))
+            .collect();
+        Ok(CounterReader { scan, names })
     }
 }
 
 impl RangeReader for CounterReader {
-    fn read(
-        &mut self,
-        conn: &Connection,
-        pr: &Proc,
-        cx: ReadCtx,
-        rows: Window,
-        e: &mut Emit<'_>,
-    ) -> Go {
-        if self.pmcs.is_empty() {
-            return Ok(true);
-        }
-        let (sc, sf) = (&pr.schema, &pr.suffix);
-        let mut conds = window_sql(cx.window, "timestamp", "timestamp");
-        // Row-id ranges are half-open.
-        conds.extend(rows.0.map(|lo| format!("rowid >= {lo}")));
-        conds.extend(rows.1.map(|hi| format!("rowid < {hi}")));
-        let sql = format!(
-            "SELECT track_id, timestamp, value, pmc_id FROM \"{sc}\".\"strobe_counter_sample{sf}\" {} ORDER BY rowid",
-            where_of(&conds)
-        );
-        let mut st = conn.prepare(&sql).map_err(qerr(&sql))?;
-        let mut q = st.query([]).map_err(qerr(&sql))?;
-        while let Some(r) = q.next().map_err(qerr(&sql))? {
-            let qe = qerr(&sql);
-            let track: Option<i64> = r.get(0).map_err(&qe)?;
-            let timestamp: i64 = r.get::<_, Option<i64>>(1).map_err(&qe)?.unwrap_or(0);
-            let value: Option<f64> = r.get(2).map_err(&qe)?;
-            let pmc: i64 = r.get::<_, Option<i64>>(3).map_err(&qe)?.unwrap_or(-1);
-            // As the `strobe_counters` view: a value of no known counter is left out.
-            let Some((name, unit)) = self.pmcs.get(&pmc) else {
-                continue;
+    fn read(&mut self, t: &ProcessTables, pr: &Proc, rows: Window, e: &mut Emit<'_>) -> Go {
+        let names = &self.names;
+        self.scan.read(t, rows, |v| {
+            let Some((name, unit)) = names.get(&v.counter) else {
+                return Ok(true);
             };
-            let tid = track.and_then(|t| self.tracks.get(&t).copied().flatten());
             let b = &mut e.batch;
             b.str(&pr.guid_value);
             b.i64(pr.row.pid);
-            b.opt_i64(tid);
+            b.opt_i64(v.tid);
             b.str(name);
             b.opt_str(unit.as_ref());
-            b.i64(timestamp);
-            b.i64(pr.clock.align(timestamp));
-            b.opt_f64(value);
-            if !e.end_row() {
-                return Ok(false);
-            }
-        }
-        Ok(true)
+            b.i64(v.timestamp);
+            b.i64(pr.clock.align(v.timestamp));
+            b.opt_f64(v.value);
+            Ok(e.end_row())
+        })
     }
 }
 
@@ -1497,27 +1064,28 @@ impl RangeReader for CounterReader {
 fn reader(pr: &Proc, tables: &[TableId], cx: ReadCtx, link: Link) {
     let tx = &link.tx;
     let run = || -> Result<()> {
-        let conn = open_attached(&pr.file, &pr.schema)?;
-        for &t in tables {
-            if tx.send(Msg::Begin(t)).is_err() {
+        let t = pr.source.open(cx.window)?;
+        for &table in tables {
+            if tx.send(Msg::Begin(table)).is_err() {
                 return Ok(());
             }
-            let mut e = Emit::new(&link, t, cx.batch_rows);
-            let go = match t {
+            let mut e = Emit::new(&link, table, cx.batch_rows);
+            let go = match table {
                 T_PROCESSES => read_processes(pr, &mut e)?,
-                T_THREADS => read_threads(&conn, pr, &mut e)?,
-                T_REGIONS => match read_regions(&conn, pr, cx, ArgJoin::Storage, &mut e)? {
-                    Some(go) => go,
-                    None => {
+                T_THREADS => read_threads(&t, pr, &mut e)?,
+                T_REGIONS => match read_regions(&t, pr, ArgJoin::Storage, &mut e)? {
+                    RegionsRead::Complete => true,
+                    RegionsRead::Stopped => false,
+                    RegionsRead::NotInEventOrder => {
                         if tx.send(Msg::Discard).is_err() {
                             return Ok(());
                         }
-                        e = Emit::new(&link, t, cx.batch_rows);
-                        read_regions(&conn, pr, cx, ArgJoin::Sorted, &mut e)?.unwrap_or(true)
+                        e = Emit::new(&link, table, cx.batch_rows);
+                        read_regions(&t, pr, ArgJoin::Sorted, &mut e)? != RegionsRead::Stopped
                     }
                 },
-                T_STACKS => read_stacks(&conn, pr, &mut e)?,
-                _ => range_reader(t, &conn, pr, cx)?.read(&conn, pr, cx, (None, None), &mut e)?,
+                T_STACKS => read_stacks(&t, pr, &mut e)?,
+                _ => range_reader(table, &t, cx)?.read(&t, pr, (None, None), &mut e)?,
             };
             if !go || !e.send() || tx.send(Msg::End).is_err() {
                 return Ok(());
@@ -1864,13 +1432,13 @@ struct Job {
 /// place of a batch.
 fn chunk_reader(pr: &Proc, t: TableId, cx: ReadCtx, ch: Chunks, link: Link) {
     let run = || -> Result<()> {
-        let conn = open_attached(&pr.file, &pr.schema)?;
-        let mut r = range_reader(t, &conn, pr, cx)?;
+        let tables = pr.source.open(cx.window)?;
+        let mut r = range_reader(t, &tables, cx)?;
         for c in (link.origin..ch.count).step_by(ch.readers.max(1)) {
             let lo = ch.first + c as i64 * ch.size;
             // Never full before the chunk ends: one message per chunk.
             let mut e = Emit::new(&link, t, ch.size as usize + 1);
-            if !r.read(&conn, pr, cx, (Some(lo), Some(lo + ch.size)), &mut e)? {
+            if !r.read(&tables, pr, (Some(lo), Some(lo + ch.size)), &mut e)? {
                 return Ok(());
             }
             if link.tx.send(Msg::Batch(e.batch)).is_err() {
@@ -2044,23 +1612,13 @@ fn jobs(p: &Profile, procs: &[Proc], opts: &ParquetOptions, readers: usize) -> R
     let split = opts.split_rows.min(i64::MAX as u64) as i64;
     let mut sized = Vec::new();
     for (k, pr) in procs.iter().enumerate() {
-        let (sc, sf) = (&pr.schema, &pr.suffix);
-        // Per table, the first and last row id: two queries, as SQLite
-        // finds MIN and MAX of the row id in the b-tree only alone.
-        let big = p.with_set_connection(k, |conn| {
-            let rows = |table: &str| -> strobe_db::Result<(i64, i64)> {
-                let bound = |f: &str| -> strobe_db::Result<Option<i64>> {
-                    let sql = format!("SELECT {f}(rowid) FROM \"{sc}\".\"{table}{sf}\"");
-                    conn.query_row(&sql, [], |r| r.get(0)).map_err(qerr(&sql))
-                };
-                Ok((bound("MIN")?.unwrap_or(0), bound("MAX")?.unwrap_or(-1)))
-            };
-            Ok([
-                (T_SAMPLES, rows("rocpd_sample")?),
-                (T_REGIONS, rows("rocpd_region")?),
-                (T_COUNTERS, rows("strobe_counter_sample")?),
-            ])
-        })?;
+        // Per table, the first and last row id.
+        let b = p.row_id_bounds(&pr.source)?;
+        let big = [
+            (T_SAMPLES, b.samples),
+            (T_REGIONS, b.regions),
+            (T_COUNTERS, b.counters),
+        ];
         let span = |(lo, hi): (i64, i64)| (hi - lo + 1).max(0);
         let total: i64 = big.iter().map(|b| span(b.1)).sum();
         if total <= split {
@@ -2320,7 +1878,12 @@ mod tests {
 
     #[test]
     fn arguments_become_typed_json() {
-        let a = |n: &str, t: &str, v: &str| (1, 0, n.to_string(), t.to_string(), v.to_string());
+        let a = |n: &str, t: &str, v: &str| RegionArg {
+            position: 0,
+            name: n.to_string(),
+            ty: t.to_string(),
+            value: v.to_string(),
+        };
         let mut out = Vec::new();
         args_json(
             &mut out,
