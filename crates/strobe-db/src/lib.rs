@@ -8,18 +8,21 @@
 //! that writes SQL for it: the streaming [`Writer`], the multi-file
 //! [`Profile`] reader (any number of files: more than ten are read in
 //! place, [`federation`]) and the one way the exporters read a profile,
-//! [`Profile::visit`] with a [`visit::ProfileSink`], synthetic MPI jobs for tests
-//! and benchmarks ([`synth`]), the fast raw scans of
-//! samples for readers on threads of their own ([`scan`]), one process's
-//! tables in storage order for columnar exports ([`process_tables`]), the physical
+//! [`Profile::visit`] with a [`visit::ProfileSink`], one process's tables
+//! in storage order for columnar exports ([`process_tables`]), synthetic
+//! MPI jobs for tests and benchmarks ([`synth`]), the raw-SQLite yardstick
+//! the writer is measured against ([`baseline`]), the fast raw scans of
+//! samples for readers on threads of their own ([`scan`]), the physical
 //! [`merge`], the [`summary`] computations and the MPI ones ([`mpi`]),
 //! the symbolization storage ([`symbols`]) and the causal-profiling
-//! results ([`causal`]). It never prints and never resolves symbols
-//! itself. See `docs/schema.md`.
+//! results ([`causal`]); and outputs written whole or not at all
+//! ([`atomic`]). It never prints and never resolves symbols itself. See
+//! `docs/schema.md`.
 
 #![warn(missing_docs)]
 
 pub mod atomic;
+pub mod baseline;
 mod bulk;
 pub mod causal;
 mod duration_stats;
@@ -48,6 +51,7 @@ pub mod writer;
 
 pub use error::{DbError, Result};
 pub use identity::{NodeInfo, ProcessUuid};
+pub use lookup::ClockSyncPoint;
 pub use merge::{merge, MergeProgress, MergeStats};
 pub use process::ProcessInfo;
 pub use reader::{
