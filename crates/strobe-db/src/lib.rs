@@ -46,6 +46,7 @@ pub mod summary;
 mod summary_fold;
 pub mod symbols;
 pub mod synth;
+mod value;
 pub mod visit;
 pub mod writer;
 
@@ -57,10 +58,7 @@ pub use process::ProcessInfo;
 pub use reader::{
     CounterRow, Profile, RegionRow, ResolvedFrame, SampleRow, ThreadRecord, TimeBound,
 };
-/// The rusqlite crate strobe-db is built on, for callers that query
-/// [`Profile::connection`] or open files directly.
-pub use rusqlite;
-pub use rusqlite::types::Value;
+pub use value::Value;
 pub use writer::{
     AgentId, AgentInfo, AgentKind, AllocOp, Arg, CallSiteId, CausalExperiment, CausalProgress,
     ClockSync, CounterId, CounterInfo, EventId, FrameId, FrameSymbols, MemLevel, MemoryOp,

@@ -18,7 +18,6 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use rusqlite::types::Value;
 use rusqlite::Connection;
 
 use crate::error::{classify, DbError, Result, SqlContext};
@@ -26,6 +25,7 @@ use crate::federation::{Federation, ScanProgress, Unit};
 use crate::inputs::{check_file, check_schema, expand_inputs, read_only_uri};
 use crate::schema::{self, TableSet, ViewWindow};
 use crate::stream::RowStream;
+use crate::value::Value;
 
 /// Most databases attached directly; more are read in place through
 /// virtual tables ([`crate::federation`]).
@@ -668,7 +668,7 @@ impl Profile {
         while let Some(r) = rows.next().map_err(qerr)? {
             vals.clear();
             for k in 0..n {
-                vals.push(r.get::<_, Value>(k).map_err(qerr)?);
+                vals.push(Value::of(r.get_ref(k).map_err(qerr)?));
             }
             on_row(&vals)?;
             count += 1;
