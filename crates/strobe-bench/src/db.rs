@@ -2,8 +2,8 @@
 //!
 //! Generates a deterministic synthetic profile through the real
 //! `strobe_db::Writer` and, in the same run, inserts the same rows with raw
-//! rusqlite prepared statements (same tables, same pragmas, same batch size)
-//! to compare throughput; reports peak RSS from getrusage; optionally
+//! prepared statements (same tables, same pragmas, same batch size;
+//! strobe-db's `baseline`) to compare throughput; reports peak RSS from getrusage; optionally
 //! writes several files and merges them to measure the merge rate. It
 //! prints figures and never asserts timings.
 
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use rusqlite::params;
+use strobe_db::baseline::{RawRecord, RawSetup};
 use strobe_db::{
     NodeInfo, ProcessInfo, Region, SampleMeta, StackFrame, ThreadInfo, Writer, WriterOptions,
 };
@@ -79,21 +79,7 @@ impl Workload {
     }
 }
 
-enum Rec {
-    Sample {
-        thread: usize,
-        ts: u64,
-        stack: usize,
-    },
-    Region {
-        thread: usize,
-        start: u64,
-        end: u64,
-        name: usize,
-    },
-}
-
-fn records(n: u64, seed: u64) -> impl Iterator<Item = Rec> {
+fn records(n: u64, seed: u64) -> impl Iterator<Item = RawRecord> {
     let mut r = Rng(seed | 1);
     let mut ts = 1_000_000u64;
     (0..n).map(move |_| {
@@ -102,14 +88,14 @@ fn records(n: u64, seed: u64) -> impl Iterator<Item = Rec> {
         let thread = (x % u64::from(THREADS)) as usize;
         if (x >> 8).is_multiple_of(5) {
             let d = (x >> 16) % 100_000;
-            Rec::Region {
+            RawRecord::Region {
                 thread,
                 start: ts,
                 end: ts + d,
                 name: ((x >> 40) as usize) % NAMES,
             }
         } else {
-            Rec::Sample {
+            RawRecord::Sample {
                 thread,
                 ts,
                 stack: ((x >> 24) as usize) % STACKS,
@@ -200,7 +186,7 @@ fn write_with_writer(
     let mut last = 0;
     for rec in records(n, u64::from(pid)) {
         match rec {
-            Rec::Sample { thread, ts, stack } => {
+            RawRecord::Sample { thread, ts, stack } => {
                 wr.append_sample(
                     tracks[thread],
                     SampleMeta::cpu(ts, 1_000_000),
@@ -208,7 +194,7 @@ fn write_with_writer(
                 )?;
                 last = ts;
             }
-            Rec::Region {
+            RawRecord::Region {
                 thread,
                 start,
                 end,
@@ -233,106 +219,19 @@ fn write_with_writer(
 }
 
 /// Inserts the same rows with raw prepared statements (stack ids taken
-/// from a precomputed table, as an ideal writer that never interns would).
+/// from a precomputed table, as an ideal writer that never interns would):
+/// strobe-db's yardstick, [`strobe_db::baseline::write_raw`].
 fn write_raw(path: &Path, n: u64, batch: usize, pid: u32) -> anyhow::Result<Duration> {
     remove_db(path);
     let t0 = Instant::now();
-    let conn = rusqlite::Connection::open(path)?;
-    conn.execute_batch(
-        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-8192;",
-    )?;
-    let s = "_00000000_0000_7000_8000_000000000000";
-    strobe_db::schema::create_tables(&conn, s, "00000000-0000-7000-8000-000000000000")?;
-    // The same setup rows the writer stores (node, process, threads, tracks,
-    // strings, module, settings, frames, call sites), so both files populate
-    // the same tables.
-    conn.execute_batch(&format!(
-        "BEGIN;
-         INSERT INTO \"rocpd_info_node{s}\" (hash, machine_id) VALUES (1, 'strobe-bench');
-         INSERT INTO \"rocpd_info_process{s}\" (nid, ppid, pid) VALUES (1, 1, {pid});
-         INSERT INTO \"strobe_settings{s}\" (name, value) VALUES ('strobe_version', '0');
-         INSERT INTO \"strobe_module{s}\" (pid, path, load_address, size) VALUES (1, '/usr/lib/libsynthetic.so', 0, 1048576);
-         COMMIT;"
-    ))?;
-    {
-        let mut st = conn.prepare(&format!(
-            "INSERT INTO \"rocpd_string{s}\" (string) VALUES (?1)"
-        ))?;
-        for k in 0..NAMES {
-            st.execute([format!("region_{k}")])?;
-        }
-        st.execute(["user"])?;
-        st.execute(["sample"])?;
-        let mut th = conn.prepare(&format!(
-            "INSERT INTO \"rocpd_info_thread{s}\" (nid, pid, tid) VALUES (1, 1, ?1)"
-        ))?;
-        let mut tr = conn.prepare(&format!(
-            "INSERT INTO \"rocpd_track{s}\" (nid, pid, tid, name_id) VALUES (1, 1, ?1, 1)"
-        ))?;
-        for k in 0..THREADS {
-            th.execute([k + 1])?;
-            tr.execute([k + 1])?;
-        }
-        let mut fr = conn.prepare(&format!(
-            "INSERT INTO \"strobe_frame{s}\" (module_id, rel_pc) VALUES (1, ?1)"
-        ))?;
-        let mut cs = conn.prepare(&format!(
-            "INSERT INTO \"strobe_callsite{s}\" (parent_id, frame_id, depth) VALUES (?1, ?2, ?3)"
-        ))?;
-        for k in 0..STACKS as i64 {
-            fr.execute([k])?;
-            cs.execute(params![Option::<i64>::None, k + 1, 0])?;
-        }
-        // The events the writer shares: one per sampled stack (ids 1 to
-        // STACKS), one for every region (STACKS + 1).
-        let mut ev = conn.prepare(&format!(
-            "INSERT INTO \"rocpd_event{s}\" (category_id, stack_id) VALUES (?1, ?2)"
-        ))?;
-        for k in 0..STACKS as i64 {
-            ev.execute(params![NAMES as i64 + 2, k + 1])?;
-        }
-        ev.execute(params![NAMES as i64 + 1, Option::<i64>::None])?;
-    }
-    let mut sa = conn.prepare(&format!(
-        "INSERT INTO \"rocpd_sample{s}\" (track_id, timestamp, event_id, extdata) VALUES (?1, ?2, ?3, json_object('weight_ns', 1000000))"
-    ))?;
-    let mut re = conn.prepare(&format!("INSERT INTO \"rocpd_region{s}\" (nid, pid, tid, start, \"end\", name_id, event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"))?;
-    let mut begin = conn.prepare("BEGIN")?;
-    let mut commit = conn.prepare("COMMIT")?;
-    begin.execute([])?;
-    let mut rows = 0usize;
-    for rec in records(n, u64::from(pid)) {
-        match rec {
-            Rec::Sample { thread, ts, stack } => {
-                sa.execute(params![thread as i64 + 1, ts as i64, stack as i64 + 1])?;
-            }
-            Rec::Region {
-                thread,
-                start,
-                end,
-                name,
-            } => {
-                re.execute(params![
-                    1i64,
-                    1i64,
-                    thread as i64 + 1,
-                    start as i64,
-                    end as i64,
-                    name as i64 + 1,
-                    STACKS as i64 + 1
-                ])?;
-            }
-        }
-        rows += 1;
-        if rows >= batch {
-            commit.execute([])?;
-            begin.execute([])?;
-            rows = 0;
-        }
-    }
-    commit.execute([])?;
-    drop((sa, re, begin, commit));
-    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+    let setup = RawSetup {
+        pid,
+        threads: THREADS,
+        stacks: STACKS,
+        names: NAMES,
+        batch,
+    };
+    strobe_db::baseline::write_raw(path, &setup, records(n, u64::from(pid)))?;
     Ok(t0.elapsed())
 }
 

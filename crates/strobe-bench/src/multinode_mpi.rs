@@ -183,34 +183,17 @@ pub fn clocks(strobe: &Path, runs: usize) -> Result<()> {
             rank(&mut cmd);
             run_ok(cmd)?;
             for db in databases(&out) {
-                let conn = rusqlite::Connection::open(&db)?;
-                let rank: Option<String> = conn
-                    .query_row(
-                        "SELECT value FROM strobe_settings WHERE name = 'mpi.rank'",
-                        [],
-                        |r| r.get(0),
-                    )
-                    .ok();
+                let p = strobe_db::Profile::open(&[db.to_string_lossy()])?;
+                let rank = p.setting("mpi.rank").ok().flatten();
                 if rank.as_deref() != Some("1") {
                     continue;
                 }
-                let mut st = conn.prepare(
-                    "SELECT phase = 'finalize', local_ns, offset_ns, rtt_ns FROM strobe_clock_sync",
-                )?;
-                let rows = st.query_map([], |r| {
-                    Ok((
-                        r.get::<_, bool>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, i64>(2)?,
-                        r.get::<_, i64>(3)?,
-                    ))
-                })?;
                 let mut points = Vec::new();
-                for row in rows {
-                    let (finalize, local, offset, rtt) = row?;
-                    errors[usize::from(finalize)].push((offset + SKEW_NS).abs() as f64);
-                    rtts[usize::from(finalize)].push(rtt as f64);
-                    points.push((local, offset, rtt));
+                for c in p.clock_sync_points()? {
+                    let finalize = c.phase == "finalize";
+                    errors[usize::from(finalize)].push((c.offset_ns + SKEW_NS).abs() as f64);
+                    rtts[usize::from(finalize)].push(c.rtt_ns as f64);
+                    points.push((c.local_ns, c.offset_ns, c.rtt_ns));
                 }
                 let shift = strobe_db::visit::Shift::with_sync(0, &points);
                 let worst = points

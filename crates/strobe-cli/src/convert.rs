@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use strobe_db::atomic::{partial_path, WriteError};
 use strobe_db::{Profile, TimeBound};
 use strobe_export::folded::FoldOptions;
 use strobe_export::Format;
@@ -177,11 +178,7 @@ impl Drop for Progress {
 /// format writes, `.partial` names included.
 fn output_files(dir: &Path, stem: &str, f: Format) -> Vec<PathBuf> {
     if f == Format::Parquet {
-        let d = parquet_dir(dir, stem);
-        return vec![d.with_file_name(format!(
-            "{}.partial",
-            d.file_name().and_then(|n| n.to_str()).unwrap_or("out")
-        ))];
+        return vec![partial_path(&parquet_dir(dir, stem))];
     }
     if f == Format::Csv {
         return strobe_export::csv::TABLES
@@ -190,9 +187,8 @@ fn output_files(dir: &Path, stem: &str, f: Format) -> Vec<PathBuf> {
             .collect();
     }
     let path = output_path(dir, stem, f);
-    let mut partial = path.clone().into_os_string();
-    partial.push(".partial");
-    vec![path, partial.into()]
+    let partial = partial_path(&path);
+    vec![path, partial]
 }
 
 /// The file a single-file format writes: `<dir>/<stem><extension>`, or
@@ -227,33 +223,18 @@ fn tree_bytes(path: &Path) -> u64 {
     }
 }
 
-/// Writes through `<path>.partial`, renamed to `path` on success.
+/// Writes through `<path>.partial`, renamed to `path` on success
+/// ([`strobe_db::atomic::write_file`]).
 fn with_file<T>(
     path: &Path,
     f: impl FnOnce(BufWriter<File>) -> strobe_export::Result<T>,
 ) -> anyhow::Result<T> {
-    let tmp = path.with_file_name(format!(
-        "{}.partial",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("out")
-    ));
-    let file = File::create(&tmp).with_context(|| {
-        format!(
-            "cannot create {} (check the directory is writable)",
-            tmp.display()
-        )
-    })?;
-    match f(BufWriter::with_capacity(1 << 20, file)) {
-        Ok(v) => {
-            std::fs::rename(&tmp, path).with_context(|| {
-                format!("cannot rename {} to {}", tmp.display(), path.display())
-            })?;
-            Ok(v)
+    strobe_db::atomic::write_file(path, f).map_err(|e| match e {
+        WriteError::Write(e) => {
+            anyhow::Error::new(e).context(format!("writing {}", path.display()))
         }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(anyhow::Error::new(e).context(format!("writing {}", path.display())))
-        }
-    }
+        e => anyhow::Error::new(e),
+    })
 }
 
 /// Runs `strobe convert` (on the latest run when neither `-i` nor

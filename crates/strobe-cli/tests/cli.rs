@@ -304,8 +304,8 @@ fn bad_inputs_fail_cleanly() {
     assert!(err.contains("absent.db"), "{err}");
 }
 
-fn rusqlite_conn(p: &Path) -> strobe_db::rusqlite::Connection {
-    strobe_db::rusqlite::Connection::open(p).unwrap()
+fn rusqlite_conn(p: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open(p).unwrap()
 }
 
 #[test]

@@ -539,7 +539,7 @@ fn arguments_stored_out_of_event_order_still_meet_their_regions() {
     let files = mpi_fixture::write_job(&dir.path().join("run"));
     // Rewrite rank 0's arguments in reverse event order.
     {
-        let conn = strobe_db::rusqlite::Connection::open(&files[0]).unwrap();
+        let conn = rusqlite::Connection::open(&files[0]).unwrap();
         let table: String = conn
             .query_row(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rocpd_arg_%'",

@@ -88,14 +88,13 @@ fn only_database(dir: &Path) -> PathBuf {
 /// reals) or text.
 fn query(db: &Path, sql: &str) -> Vec<Vec<strobe_db::Value>> {
     let p = Profile::open(&[db.display().to_string()]).unwrap();
-    let mut st = p.connection().prepare(sql).unwrap();
-    let n = st.column_count();
-    st.query_map([], |r| {
-        (0..n).map(|i| r.get::<_, strobe_db::Value>(i)).collect()
+    let mut rows = Vec::new();
+    p.query_each(sql, &mut |_| {}, &mut |r| {
+        rows.push(r.to_vec());
+        Ok(())
     })
-    .unwrap()
-    .map(Result::unwrap)
-    .collect()
+    .unwrap();
+    rows
 }
 
 fn real(v: &strobe_db::Value) -> Option<f64> {

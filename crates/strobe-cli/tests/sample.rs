@@ -1540,7 +1540,7 @@ fn assert_go_stacks_end_where_go_stacks_end(all: &[SampleRow], db: &Path, err: &
         "{elsewhere} of {} stacks end elsewhere",
         all.len()
     );
-    let c = strobe_db::rusqlite::Connection::open(db).unwrap();
+    let c = rusqlite::Connection::open(db).unwrap();
     let incomplete: usize = c
         .query_row(
             "SELECT value FROM strobe_settings WHERE name = 'sampler.incomplete_stacks'",
@@ -1769,7 +1769,7 @@ fn jit_code_is_named_from_the_processs_perf_map() {
     let copy = tmp.path().join("copy.db");
     std::fs::copy(&databases(tmp.path())[0], &copy).unwrap();
     {
-        let c = strobe_db::rusqlite::Connection::open(&copy).unwrap();
+        let c = rusqlite::Connection::open(&copy).unwrap();
         let t: String = c
             .query_row(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'strobe\\_frame\\_%' ESCAPE '\\'",

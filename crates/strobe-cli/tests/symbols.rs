@@ -295,8 +295,8 @@ fn frame_names(path: &Path) -> Vec<(u64, Option<String>)> {
         .collect()
 }
 
-fn rusqlite_conn(path: &Path) -> strobe_db::rusqlite::Connection {
-    strobe_db::rusqlite::Connection::open(path).unwrap()
+fn rusqlite_conn(path: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open(path).unwrap()
 }
 
 /// A pid no process can have (above the kernel's 2^22 limit), so that

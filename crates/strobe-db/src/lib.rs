@@ -8,16 +8,21 @@
 //! that writes SQL for it: the streaming [`Writer`], the multi-file
 //! [`Profile`] reader (any number of files: more than ten are read in
 //! place, [`federation`]) and the one way the exporters read a profile,
-//! [`Profile::visit`] with a [`visit::ProfileSink`], synthetic MPI jobs for tests
-//! and benchmarks ([`synth`]), the fast raw scans of
+//! [`Profile::visit`] with a [`visit::ProfileSink`], one process's tables
+//! in storage order for columnar exports ([`process_tables`]), synthetic
+//! MPI jobs for tests and benchmarks ([`synth`]), the raw-SQLite yardstick
+//! the writer is measured against ([`baseline`]), the fast raw scans of
 //! samples for readers on threads of their own ([`scan`]), the physical
 //! [`merge`], the [`summary`] computations and the MPI ones ([`mpi`]),
 //! the symbolization storage ([`symbols`]) and the causal-profiling
-//! results ([`causal`]). It never prints and never resolves symbols
-//! itself. See `docs/schema.md`.
+//! results ([`causal`]); and outputs written whole or not at all
+//! ([`atomic`]). It never prints and never resolves symbols itself. See
+//! `docs/schema.md`.
 
 #![warn(missing_docs)]
 
+pub mod atomic;
+pub mod baseline;
 mod bulk;
 pub mod causal;
 mod duration_stats;
@@ -30,6 +35,7 @@ pub mod merge;
 pub mod mpi;
 mod parallel;
 pub mod process;
+pub mod process_tables;
 pub mod reader;
 mod region_scan;
 pub mod scan;
@@ -38,20 +44,19 @@ pub mod stream;
 pub mod summary;
 pub mod symbols;
 pub mod synth;
+mod value;
 pub mod visit;
 pub mod writer;
 
 pub use error::{DbError, Result};
 pub use identity::{NodeInfo, ProcessUuid};
+pub use lookup::ClockSyncPoint;
 pub use merge::{merge, MergeProgress, MergeStats};
 pub use process::ProcessInfo;
 pub use reader::{
     CounterRow, Profile, RegionRow, ResolvedFrame, SampleRow, ThreadRecord, TimeBound,
 };
-/// The rusqlite crate strobe-db is built on, for callers that query
-/// [`Profile::connection`] or open files directly.
-pub use rusqlite;
-pub use rusqlite::types::Value;
+pub use value::Value;
 pub use writer::{
     AgentId, AgentInfo, AgentKind, AllocOp, Arg, CallSiteId, CausalExperiment, CausalProgress,
     ClockSync, CounterId, CounterInfo, EventId, FrameId, FrameSymbols, MemLevel, MemoryOp,

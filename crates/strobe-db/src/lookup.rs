@@ -2,13 +2,34 @@
 //!
 //! Owns the lookups the commands ask before or beside a visit: whether
 //! the window holds any event, where regions of a name begin and end, a
-//! setting's stored values, how many samples were stored. It never
-//! streams events (see [`crate::visit`]) and never formats output.
+//! setting's stored values, every process's MPI settings and clock
+//! comparisons, how many samples were stored and the bytes they take. It
+//! never streams events (see [`crate::visit`]) and never formats output.
+
+use std::collections::HashMap;
 
 use crate::error::SqlContext;
 use crate::reader::Profile;
 use crate::scan::qerr;
 use crate::Result;
+
+/// One clock comparison of a process with its MPI reference process: at
+/// the process's `local_ns` (its node's `CLOCK_MONOTONIC`) the
+/// reference's clock read `local_ns + offset_ns`, measured over a round
+/// trip of `rtt_ns`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClockSyncPoint {
+    /// Process guid.
+    pub guid: String,
+    /// `init` or `finalize`.
+    pub phase: String,
+    /// The process's clock at the comparison (ns).
+    pub local_ns: i64,
+    /// The reference's clock minus the process's (ns).
+    pub offset_ns: i64,
+    /// The round trip of the exchange (ns), which bounds the error.
+    pub rtt_ns: i64,
+}
 
 impl Profile {
     /// Whether the profile (window applied) holds any region, sample or
@@ -53,6 +74,66 @@ impl Profile {
             Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
             Err(e) => Err(qerr(SQL)(e)),
         }
+    }
+
+    /// The MPI settings (`mpi.*`: rank, world size, job, launcher) of
+    /// every process, by guid, then name (a NULL value reads as empty).
+    pub fn mpi_settings(&self) -> Result<HashMap<String, HashMap<String, String>>> {
+        const SQL: &str = "SELECT guid, name, value FROM strobe_settings WHERE name LIKE 'mpi.%'";
+        let rows = self.query_stream(SQL, |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+            ))
+        })?;
+        let mut out: HashMap<String, HashMap<String, String>> = HashMap::new();
+        for r in rows {
+            let (guid, name, value) = r?;
+            out.entry(guid).or_default().insert(name, value);
+        }
+        Ok(out)
+    }
+
+    /// Every clock comparison stored (`strobe_clock_sync`: made by the MPI
+    /// wrappers with rank 0 at `MPI_Init` and `MPI_Finalize`), by process,
+    /// then in the order made.
+    pub fn clock_sync_points(&self) -> Result<Vec<ClockSyncPoint>> {
+        const SQL: &str = "SELECT guid, phase, local_ns, offset_ns, rtt_ns FROM strobe_clock_sync \
+                           ORDER BY guid, id";
+        let rows = self.query_stream(SQL, |r| {
+            Ok(ClockSyncPoint {
+                guid: r.get(0)?,
+                phase: r.get(1)?,
+                local_ns: r.get(2)?,
+                offset_ns: r.get(3)?,
+                rtt_ns: r.get(4)?,
+            })
+        })?;
+        rows.collect()
+    }
+
+    /// Bytes of the pages that hold the stored samples (the sample tables
+    /// and their indexes, as SQLite's `dbstat` counts them), every input
+    /// together; `None` when no page was found.
+    pub fn sample_table_bytes(&self) -> Result<Option<i64>> {
+        const SQL: &str = "SELECT SUM(pgsize) FROM dbstat(?1) WHERE name LIKE 'rocpd_sample%'";
+        let mut seen = std::collections::HashSet::new();
+        let mut total = None;
+        for (k, (ts, _)) in self.table_sets().iter().enumerate() {
+            // One file (an attached schema) holds every process of a merge.
+            if !seen.insert(self.set_file(k).to_path_buf()) {
+                continue;
+            }
+            let bytes: Option<i64> = self.with_set_connection(k, |conn| {
+                conn.query_row(SQL, [&ts.schema], |r| r.get(0))
+                    .map_err(qerr(SQL))
+            })?;
+            if let Some(b) = bytes {
+                total = Some(total.unwrap_or(0) + b);
+            }
+        }
+        Ok(total)
     }
 
     /// Samples stored (every kind, the window ignored).

@@ -9,7 +9,8 @@
 //! inputs; one output holds at most [`MAX_MERGED_PROCESSES`] processes
 //! (every `CREATE TABLE` rescans the schema, so the cost grows with the
 //! square of the tables, and a `UNION ALL` view takes at most 500 terms).
-//! It writes to a `.partial` file renamed into place only when complete: a
+//! It writes to a `.partial` file renamed into place only when complete
+//! ([`crate::atomic::Partial`]): a
 //! plain rollback-journal file with mode 0644, nothing beside it. It opens
 //! inputs read-only (never creating a file beside one), never modifies an
 //! input and never prints: progress goes to the caller's callback.
@@ -107,12 +108,9 @@ pub fn merge(
         total_rows,
     });
 
-    let partial = {
-        let mut p = output.as_os_str().to_owned();
-        p.push(".partial");
-        PathBuf::from(p)
-    };
-    let _ = std::fs::remove_file(&partial);
+    // Written under `<output>.partial`, removed unless renamed at the end.
+    let staged = crate::atomic::Partial::file(output);
+    let partial = staged.path().to_path_buf();
     let result = (|| -> Result<MergeStats> {
         crate::writer::create_exclusive(&partial)?;
         let conn = Connection::open(&partial).at(&partial)?;
@@ -179,20 +177,10 @@ pub fn merge(
             seconds: 0.0,
         })
     })();
-    match result {
-        Ok(mut stats) => {
-            std::fs::rename(&partial, output).map_err(|e| DbError::Io {
-                path: output.to_path_buf(),
-                error: e,
-            })?;
-            stats.seconds = started.elapsed().as_secs_f64();
-            Ok(stats)
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&partial);
-            Err(e)
-        }
-    }
+    let mut stats = result?;
+    staged.commit()?;
+    stats.seconds = started.elapsed().as_secs_f64();
+    Ok(stats)
 }
 
 /// Counts the rows of every suffixed table of `path` (for progress).

@@ -18,7 +18,6 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use rusqlite::types::Value;
 use rusqlite::Connection;
 
 use crate::error::{classify, DbError, Result, SqlContext};
@@ -26,6 +25,7 @@ use crate::federation::{Federation, ScanProgress, Unit};
 use crate::inputs::{check_file, check_schema, expand_inputs, read_only_uri};
 use crate::schema::{self, TableSet, ViewWindow};
 use crate::stream::RowStream;
+use crate::value::Value;
 
 /// Most databases attached directly; more are read in place through
 /// virtual tables ([`crate::federation`]).
@@ -131,14 +131,24 @@ pub struct ResolvedFrame {
 impl ResolvedFrame {
     /// The function name, or `module+0xoffset` before symbolization.
     pub fn display_name(&self) -> String {
-        match (&self.function, &self.module) {
-            (Some(f), _) => f.to_string(),
-            (None, Some(m)) => {
-                let base = m.rsplit('/').next().unwrap_or(m);
-                format!("{base}+{:#x}", self.rel_pc)
-            }
-            (None, None) => format!("{:#x}", self.rel_pc),
+        display_name(
+            self.function.as_deref(),
+            self.module.as_deref(),
+            self.rel_pc,
+        )
+    }
+}
+
+/// A frame's name as shown: its function, or `module+0xoffset` before
+/// symbolization (the module's file name), or the bare pc.
+pub(crate) fn display_name(function: Option<&str>, module: Option<&str>, rel_pc: u64) -> String {
+    match (function, module) {
+        (Some(f), _) => f.to_string(),
+        (None, Some(m)) => {
+            let base = m.rsplit('/').next().unwrap_or(m);
+            format!("{base}+{rel_pc:#x}")
         }
+        (None, None) => format!("{rel_pc:#x}"),
     }
 }
 
@@ -658,7 +668,7 @@ impl Profile {
         while let Some(r) = rows.next().map_err(qerr)? {
             vals.clear();
             for k in 0..n {
-                vals.push(r.get::<_, Value>(k).map_err(qerr)?);
+                vals.push(Value::of(r.get_ref(k).map_err(qerr)?));
             }
             on_row(&vals)?;
             count += 1;

@@ -22,10 +22,10 @@ use crate::{DbError, Profile, Result, SampleKind};
 pub type IdMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
 /// Rows per page of a paged, ordered scan ([`scan_sql`] with `paged`).
-pub const PAGE: usize = 4096;
+pub(crate) const PAGE: usize = 4096;
 
 /// Maps a rusqlite error of `sql` to [`DbError::Query`].
-pub fn qerr(sql: &str) -> impl Fn(rusqlite::Error) -> DbError + '_ {
+pub(crate) fn qerr(sql: &str) -> impl Fn(rusqlite::Error) -> DbError + '_ {
     move |e| DbError::Query {
         message: e.to_string(),
         sql: sql.to_string(),
@@ -35,36 +35,20 @@ pub fn qerr(sql: &str) -> impl Fn(rusqlite::Error) -> DbError + '_ {
 /// The middle row id of a large table (`table`, suffix included): a
 /// split point for two reader threads. `None` for small tables, where one
 /// is enough.
-pub fn split_point(conn: &rusqlite::Connection, sc: &str, table: &str) -> Result<Option<i64>> {
+pub(crate) fn split_point(
+    conn: &rusqlite::Connection,
+    sc: &str,
+    table: &str,
+) -> Result<Option<i64>> {
     let sql = format!("SELECT MAX(rowid) FROM \"{sc}\".\"{table}\"");
     let max: Option<i64> = conn.query_row(&sql, [], |r| r.get(0)).map_err(qerr(&sql))?;
     Ok(max.filter(|m| *m > 100_000).map(|m| m / 2))
 }
 
-/// The file behind each schema of the connection (attach alias → path),
-/// for reader threads that open their own connections.
-pub fn attached_files(conn: &rusqlite::Connection) -> Result<HashMap<String, String>> {
-    let mut files = HashMap::new();
-    let sql = "PRAGMA database_list";
-    let mut st = conn.prepare(sql).map_err(qerr(sql))?;
-    let rows = st
-        .query_map([], |r| {
-            Ok((r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?))
-        })
-        .map_err(qerr(sql))?;
-    for r in rows {
-        let (name, file) = r.map_err(qerr(sql))?;
-        if let Some(f) = file.filter(|f| !f.is_empty()) {
-            files.insert(name, f);
-        }
-    }
-    Ok(files)
-}
-
 /// A read-only connection of its own to `file`, attached as `schema` (so
 /// suffixed table names read as on the profile's connection; `main` opens
 /// the file itself, as a profile read in place names its sets).
-pub fn open_attached(
+pub(crate) fn open_attached(
     file: impl AsRef<std::path::Path>,
     schema: &str,
 ) -> Result<rusqlite::Connection> {
@@ -106,7 +90,7 @@ pub fn weight_of(extdata: &[u8]) -> u64 {
 
 /// A row of [`scan_sql`] as (track id, timestamp, event id, weight): a
 /// missing id is -1, a missing weight 0.
-pub fn columns(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, i64, i64, u64)> {
+pub(crate) fn columns(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, i64, i64, u64)> {
     use rusqlite::types::ValueRef;
     let id = |v: ValueRef<'_>| match v {
         ValueRef::Integer(i) => i,
@@ -140,9 +124,13 @@ pub struct ScannedSample {
     pub weight_ns: u64,
 }
 
+/// Most sample events a [`Mapper`] keeps before it starts over.
+const EVENT_CACHE: usize = 1 << 20;
+
 /// Maps one process's sample rows (track and event row ids) to OS ids,
-/// stacks and kinds: tracks loaded whole, events looked up once each.
-pub struct Mapper {
+/// stacks and kinds: tracks loaded whole, events looked up once each
+/// (at most [`EVENT_CACHE`] kept).
+pub(crate) struct Mapper {
     sc: String,
     sf: String,
     time_kind: SampleKind,
@@ -153,7 +141,7 @@ pub struct Mapper {
 impl Mapper {
     /// The mapper of the process whose tables are `"{sc}".<table>{sf}`
     /// (tracks loaded now); samples of no known kind are of `time_kind`.
-    pub fn new(
+    pub(crate) fn new(
         conn: &rusqlite::Connection,
         sc: &str,
         sf: &str,
@@ -183,14 +171,21 @@ impl Mapper {
     }
 
     /// The OS (pid, tid) of a sample track; (0, 0) when unknown.
-    pub fn thread(&self, track: i64) -> (i64, i64) {
+    pub(crate) fn thread(&self, track: i64) -> (i64, i64) {
         self.tracks.get(&track).copied().unwrap_or((0, 0))
     }
 
     /// The (stack id or -1, kind) of a sample's event.
-    pub fn event(&mut self, conn: &rusqlite::Connection, id: i64) -> Result<(i64, SampleKind)> {
+    pub(crate) fn event(
+        &mut self,
+        conn: &rusqlite::Connection,
+        id: i64,
+    ) -> Result<(i64, SampleKind)> {
         if let Some(e) = self.events.get(&id) {
             return Ok(*e);
+        }
+        if self.events.len() >= EVENT_CACHE {
+            self.events.clear();
         }
         let (sc, sf) = (&self.sc, &self.sf);
         let sql = format!(
@@ -219,7 +214,7 @@ impl Mapper {
 
     /// A row of [`scan_sql`] (rowid, track id, timestamp, event id,
     /// extdata) resolved.
-    pub fn map(
+    pub(crate) fn map(
         &mut self,
         conn: &rusqlite::Connection,
         r: &rusqlite::Row<'_>,
@@ -246,7 +241,7 @@ impl Mapper {
 /// The scan of one process's samples (rowid, track id, timestamp, event
 /// id, extdata): window and row-id range applied; `paged`: in time order,
 /// after the row `(?1, ?2)` (timestamp, rowid), one page at a time.
-pub fn scan_sql(sc: &str, sf: &str, window: Window, rows: Window, paged: bool) -> String {
+pub(crate) fn scan_sql(sc: &str, sf: &str, window: Window, rows: Window, paged: bool) -> String {
     let mut wh = Vec::new();
     if paged {
         wh.push("timestamp >= ?1 AND (timestamp > ?1 OR rowid > ?2)".to_string());

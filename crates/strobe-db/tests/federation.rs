@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use strobe_db::rusqlite::types::Value;
+use strobe_db::Value;
 use strobe_db::{schema, synth, Profile, TimeBound};
 
 /// Twelve small ranks on three nodes, and the same merged into one file.

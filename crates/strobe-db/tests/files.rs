@@ -53,7 +53,7 @@ fn read_all(inputs: &[PathBuf]) -> (usize, usize, i64) {
 /// was dropped by an older strobe (or symbolization of a killed writer's
 /// file) leaves it: WAL in the header, no `-wal` file.
 fn make_wal_without_log(path: &Path) {
-    let conn = strobe_db::rusqlite::Connection::open(path).unwrap();
+    let conn = rusqlite::Connection::open(path).unwrap();
     let m: String = conn
         .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
         .unwrap();

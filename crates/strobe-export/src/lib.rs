@@ -9,8 +9,9 @@
 //! [`folded::write_diff_flamegraph`], [`pprof::write_pprof`],
 //! [`firefox::write_firefox`], [`csv::write_csv`] and
 //! [`parquet::write_parquet`] (a directory: a Parquet dataset). Each is a
-//! sink of [`strobe_db::Profile::visit`] (Parquet still reads each
-//! process's tables itself) and never holds a trace in memory. The crate
+//! sink of [`strobe_db::Profile::visit`] (Parquet reads each process's
+//! tables through [`strobe_db::process_tables`]) and never holds a trace
+//! in memory. The crate
 //! never prints and never chooses file names beyond
 //! [`format::Format::extension`].
 

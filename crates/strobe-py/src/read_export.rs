@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use strobe_db::atomic::WriteError;
 use strobe_db::{
     FrameSymbols, ModuleId, ModuleRow, ProcessInfo, Profile, Region, SampleMeta, StackFrame,
     ThreadInfo, ThreadRef, TrackId, Writer, WriterOptions,
@@ -49,37 +50,24 @@ pub fn choose_format(output: &str, format: Option<&str>) -> PyResult<Format> {
         })
 }
 
-/// Writes through `<path>.partial`, renamed to `path` on success.
+/// Writes through `<path>.partial`, renamed to `path` on success
+/// ([`strobe_db::atomic::write_file`]).
 fn with_file<T>(
     path: &Path,
     f: impl FnOnce(BufWriter<File>) -> strobe_export::Result<T>,
 ) -> PyResult<T> {
-    let tmp = path.with_file_name(format!(
-        "{}.partial",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("out")
-    ));
-    let file = File::create(&tmp).map_err(|e| {
-        PyErr::from(e).tap_message(format!(
+    strobe_db::atomic::write_file(path, f).map_err(|e| match e {
+        WriteError::Create { path, error } => PyErr::from(error).tap_message(format!(
             "cannot create {} (check the directory is writable)",
-            tmp.display()
-        ))
-    })?;
-    match f(BufWriter::with_capacity(1 << 20, file)) {
-        Ok(v) => {
-            std::fs::rename(&tmp, path).map_err(|e| {
-                PyRuntimeError::new_err(format!(
-                    "cannot rename {} to {}: {e}",
-                    tmp.display(),
-                    path.display()
-                ))
-            })?;
-            Ok(v)
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(export_err(e))
-        }
-    }
+            path.display()
+        )),
+        WriteError::Write(e) => export_err(e),
+        WriteError::Rename { from, to, error } => PyRuntimeError::new_err(format!(
+            "cannot rename {} to {}: {error}",
+            from.display(),
+            to.display()
+        )),
+    })
 }
 
 /// Replaces an OS error's message by ours (keeping its exception type).

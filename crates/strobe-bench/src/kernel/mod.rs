@@ -367,17 +367,9 @@ struct DbSize {
 }
 
 fn db_size(what: String, db: &Path, samples: &[SampleRow]) -> Result<DbSize> {
-    let conn =
-        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-    let rows: i64 = conn.query_row("SELECT COUNT(*) FROM rocpd_sample", [], |r| r.get(0))?;
-    let sample_table_bytes = conn
-        .query_row(
-            "SELECT SUM(pgsize) FROM dbstat WHERE name LIKE 'rocpd_sample%'",
-            [],
-            |r| r.get::<_, Option<i64>>(0),
-        )
-        .ok()
-        .flatten();
+    let p = Profile::open(&[db.to_string_lossy()])?;
+    let rows = p.stored_samples()? as i64;
+    let sample_table_bytes = p.sample_table_bytes().ok().flatten();
     let mut by_kind = BTreeMap::new();
     for s in samples {
         *by_kind.entry(s.kind.clone()).or_default() += 1;
