@@ -76,20 +76,44 @@ pub fn run(args: &SamplingArgs) -> Result<()> {
     build_programs(dir.path(), &["hotspots", "deep", "spin"])?;
     let strobe = strobe_binary(args.strobe.as_deref())?;
     let bin = |n: &str| dir.path().join(n).display().to_string();
-
-    // Accuracy and completeness: two threads, 70/30 split.
-    let out = dir.path().join("out-accuracy");
-    let (o, _) = run_strobe(
-        &strobe,
-        &out,
-        &["-q"],
-        &[
+    let hotspots = |seconds: f64| {
+        vec![
             bin("hotspots"),
             "0.7".into(),
-            args.seconds.to_string(),
+            seconds.to_string(),
             "1".into(),
-        ],
+        ]
+    };
+    let accuracy = accuracy(&strobe, dir.path(), &hotspots(args.seconds))?;
+    size_per_sample(
+        &strobe,
+        dir.path(),
+        &hotspots(args.seconds / 4.0),
+        &accuracy,
     )?;
+    let (whole, bottom) = depth(&strobe, dir.path(), &bin("deep"))?;
+    fixed_cost(&strobe, dir.path(), &bin("spin"))?;
+    println!(
+        "summary: worst share error {:.2} pp; reach {:.2}%; depth-200 whole {whole}/{bottom}",
+        accuracy.worst_pp,
+        100.0 * accuracy.reach as f64 / accuracy.samples as f64,
+    );
+    Ok(())
+}
+
+/// What the accuracy run found.
+struct Accuracy {
+    worst_pp: f64,
+    reach: usize,
+    samples: usize,
+    db_bytes: u64,
+}
+
+/// Accuracy and completeness: two threads, 70/30 split, against the CPU
+/// time the program measured itself (`truth` lines on its stderr).
+fn accuracy(strobe: &Path, dir: &Path, program: &[String]) -> Result<Accuracy> {
+    let out = dir.join("out-accuracy");
+    let (o, _) = run_strobe(strobe, &out, &["-q"], program)?;
     let stderr = String::from_utf8_lossy(&o.stderr);
     let truth: HashMap<i64, (f64, f64)> = stderr
         .lines()
@@ -124,36 +148,40 @@ pub fn run(args: &SamplingArgs) -> Result<()> {
     );
     let bytes = std::fs::metadata(&db)?.len();
     println!("size: {bytes} bytes for {} samples = {:.1} bytes per sample (whole file, symbols included)", all.len(), bytes as f64 / all.len() as f64);
-    // The same program for a quarter of the time: the difference is what a
-    // sample costs beyond the fixed schema.
-    let short_out = dir.path().join("out-short");
-    run_strobe(
-        &strobe,
-        &short_out,
-        &["-q"],
-        &[
-            bin("hotspots"),
-            "0.7".into(),
-            (args.seconds / 4.0).to_string(),
-            "1".into(),
-        ],
-    )?;
+    Ok(Accuracy {
+        worst_pp: worst,
+        reach,
+        samples: all.len(),
+        db_bytes: bytes,
+    })
+}
+
+/// The same program for a quarter of the time: the difference is what a
+/// sample costs beyond the fixed schema.
+fn size_per_sample(strobe: &Path, dir: &Path, program: &[String], long: &Accuracy) -> Result<()> {
+    let short_out = dir.join("out-short");
+    run_strobe(strobe, &short_out, &["-q"], program)?;
     let short_db = databases(&short_out).pop().context("no database")?;
     let short_n = samples(&short_db)?.len();
     let short_bytes = std::fs::metadata(&short_db)?.len();
     println!(
-        "size: {:.1} bytes per additional sample ({short_n} samples: {short_bytes} bytes; {} samples: {bytes} bytes)",
-        (bytes as f64 - short_bytes as f64) / (all.len() as f64 - short_n as f64),
-        all.len()
+        "size: {:.1} bytes per additional sample ({short_n} samples: {short_bytes} bytes; {} samples: {} bytes)",
+        (long.db_bytes as f64 - short_bytes as f64) / (long.samples as f64 - short_n as f64),
+        long.samples,
+        long.db_bytes
     );
+    Ok(())
+}
 
-    // Depth.
-    let out = dir.path().join("out-deep");
+/// Recursion 200 deep: how many samples at the bottom hold every frame.
+/// Returns (whole stacks, samples at the bottom).
+fn depth(strobe: &Path, dir: &Path, deep: &str) -> Result<(usize, usize)> {
+    let out = dir.join("out-deep");
     run_strobe(
-        &strobe,
+        strobe,
         &out,
         &["-q"],
-        &[bin("deep"), "200".into(), "1".into()],
+        &[deep.into(), "200".into(), "1".into()],
     )?;
     let deep = samples(&databases(&out).pop().context("no database")?)?;
     let bottom: Vec<_> = deep.iter().filter(|s| names(s)[0] == "bottom").collect();
@@ -169,66 +197,57 @@ pub fn run(args: &SamplingArgs) -> Result<()> {
         "depth: recursion 200: {whole} of {} samples whole (201 descend frames + main), deepest stack {max_depth} frames",
         bottom.len()
     );
+    Ok((whole, bottom.len()))
+}
 
-    // Fixed cost: a program that exits at once, and a 2 s program.
-    let time = |argv: &[String]| -> Result<f64> {
-        let t0 = Instant::now();
-        Command::new(&argv[0])
-            .args(&argv[1..])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()?;
-        Ok(t0.elapsed().as_secs_f64())
-    };
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    let out = dir.path().join("out-fixed").display().to_string();
+/// Wall time of `argv`, its output discarded.
+fn time(argv: &[String]) -> Result<f64> {
+    let t0 = Instant::now();
+    Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()?;
+    Ok(t0.elapsed().as_secs_f64())
+}
+
+/// The median of five runs of `argv`.
+fn median_of_5(argv: &[String]) -> Result<f64> {
+    let mut v = (0..5).map(|_| time(argv)).collect::<Result<Vec<_>>>()?;
+    v.sort_by(f64::total_cmp);
+    Ok(v[v.len() / 2])
+}
+
+/// Fixed cost: a program that exits at once, and a 2 s program, bare,
+/// under `strobe sample` and (where perf works) under `perf record -g`.
+fn fixed_cost(strobe: &Path, dir: &Path, spin: &str) -> Result<()> {
+    let out = dir.join("out-fixed").display().to_string();
     let s = strobe.display().to_string();
+    let perf_works = perf_unavailable(dir).is_none();
+    let data = dir.join("perf.data").display().to_string();
     for seconds in ["0", "2"] {
-        let bare = median(
-            (0..5)
-                .map(|_| time(&[bin("spin"), seconds.into()]))
-                .collect::<Result<_>>()?,
-        );
-        let with = median(
-            (0..5)
-                .map(|_| {
-                    time(&[
-                        s.clone(),
-                        "sample".into(),
-                        "--output-dir".into(),
-                        out.clone(),
-                        "--".into(),
-                        bin("spin"),
-                        seconds.into(),
-                    ])
-                })
-                .collect::<Result<_>>()?,
-        );
+        let program = [spin.to_string(), seconds.into()];
+        let bare = median_of_5(&program)?;
+        let sampled: Vec<String> = [
+            s.clone(),
+            "sample".into(),
+            "--output-dir".into(),
+            out.clone(),
+            "--".into(),
+        ]
+        .into_iter()
+        .chain(program.iter().cloned())
+        .collect();
+        let with = median_of_5(&sampled)?;
         let mut line = format!("fixed cost, {seconds} s program: bare {bare:.3} s, strobe sample (start-up, finalize, symbolize, summary) {with:.3} s: +{:.0} ms", (with - bare) * 1e3);
-        if perf_unavailable(dir.path()).is_none() {
-            let data = dir.path().join("perf.data").display().to_string();
-            let perf = median(
-                (0..5)
-                    .map(|_| {
-                        time(&[
-                            "perf".into(),
-                            "record".into(),
-                            "-q".into(),
-                            "-F".into(),
-                            "250".into(),
-                            "-g".into(),
-                            "-o".into(),
-                            data.clone(),
-                            "--".into(),
-                            bin("spin"),
-                            seconds.into(),
-                        ])
-                    })
-                    .collect::<Result<_>>()?,
-            );
+        if perf_works {
+            let recorded: Vec<String> =
+                ["perf", "record", "-q", "-F", "250", "-g", "-o", &data, "--"]
+                    .into_iter()
+                    .map(String::from)
+                    .chain(program.iter().cloned())
+                    .collect();
+            let perf = median_of_5(&recorded)?;
             line.push_str(&format!(
                 "; perf record -g {perf:.3} s: +{:.0} ms",
                 (perf - bare) * 1e3
@@ -236,10 +255,5 @@ pub fn run(args: &SamplingArgs) -> Result<()> {
         }
         println!("{line}");
     }
-    println!(
-        "summary: worst share error {worst:.2} pp; reach {:.2}%; depth-200 whole {whole}/{}",
-        100.0 * reach as f64 / all.len() as f64,
-        bottom.len()
-    );
     Ok(())
 }
