@@ -72,6 +72,7 @@ pub fn kind_of(category: &str) -> Option<SampleKind> {
 
 /// The weight in a sample's `extdata` (`{"weight_ns":N}`), read without a
 /// JSON parser; 0 when absent.
+#[inline]
 pub fn weight_of(extdata: &[u8]) -> u64 {
     const KEY: &[u8] = b"\"weight_ns\":";
     let Some(at) = extdata.windows(KEY.len()).position(|w| w == KEY) else {
@@ -90,6 +91,7 @@ pub fn weight_of(extdata: &[u8]) -> u64 {
 
 /// A row of [`scan_sql`] as (track id, timestamp, event id, weight): a
 /// missing id is -1, a missing weight 0.
+#[inline]
 pub(crate) fn columns(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, i64, i64, u64)> {
     use rusqlite::types::ValueRef;
     let id = |v: ValueRef<'_>| match v {
@@ -135,6 +137,9 @@ pub(crate) struct Mapper {
     sf: String,
     time_kind: SampleKind,
     tracks: IdMap<i64, (i64, i64)>,
+    /// The last track mapped and its ids: neighbouring samples are
+    /// mostly of one thread.
+    last_track: (i64, (i64, i64)),
     events: IdMap<i64, (i64, SampleKind)>,
 }
 
@@ -166,24 +171,33 @@ impl Mapper {
             sf: sf.to_string(),
             time_kind,
             tracks,
+            last_track: (i64::MIN, (0, 0)),
             events: Default::default(),
         })
     }
 
     /// The OS (pid, tid) of a sample track; (0, 0) when unknown.
+    #[inline]
     pub(crate) fn thread(&self, track: i64) -> (i64, i64) {
         self.tracks.get(&track).copied().unwrap_or((0, 0))
     }
 
     /// The (stack id or -1, kind) of a sample's event.
+    #[inline]
     pub(crate) fn event(
         &mut self,
         conn: &rusqlite::Connection,
         id: i64,
     ) -> Result<(i64, SampleKind)> {
-        if let Some(e) = self.events.get(&id) {
-            return Ok(*e);
+        match self.events.get(&id) {
+            Some(e) => Ok(*e),
+            None => self.load_event(conn, id),
         }
+    }
+
+    /// Looks event `id` up (the first time it is met) and keeps it.
+    #[cold]
+    fn load_event(&mut self, conn: &rusqlite::Connection, id: i64) -> Result<(i64, SampleKind)> {
         if self.events.len() >= EVENT_CACHE {
             self.events.clear();
         }
@@ -214,6 +228,7 @@ impl Mapper {
 
     /// A row of [`scan_sql`] (rowid, track id, timestamp, event id,
     /// extdata) resolved.
+    #[inline]
     pub(crate) fn map(
         &mut self,
         conn: &rusqlite::Connection,
@@ -221,7 +236,10 @@ impl Mapper {
         sql: &str,
     ) -> Result<ScannedSample> {
         let (track, timestamp, event, weight_ns) = columns(r).map_err(qerr(sql))?;
-        let (pid, tid) = self.thread(track);
+        if track != self.last_track.0 {
+            self.last_track = (track, self.thread(track));
+        }
+        let (pid, tid) = self.last_track.1;
         let (stack_id, kind) = if event < 0 {
             (-1, self.time_kind)
         } else {

@@ -7,6 +7,7 @@
 //! ([`chunk_reader`]) so that reading uses the cores while the file keeps
 //! the storage order. It never writes SQL and never encodes.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use parquet::data_type::ByteArray;
@@ -96,13 +97,13 @@ impl RangeReader for SampleReader {
             let leaf = if s.stack_id < 0 {
                 None
             } else {
-                if !leaves.contains_key(&s.stack_id) {
-                    if leaves.len() >= LEAF_CACHE {
-                        leaves.clear();
-                    }
-                    leaves.insert(s.stack_id, leaf(t, s.stack_id, modules)?);
+                if leaves.len() >= LEAF_CACHE {
+                    leaves.clear();
                 }
-                leaves.get(&s.stack_id)
+                Some(&*match leaves.entry(s.stack_id) {
+                    Entry::Occupied(e) => e.into_mut(),
+                    Entry::Vacant(v) => v.insert(leaf(t, s.stack_id, modules)?),
+                })
             };
             let kind = KINDS.iter().position(|k| *k == s.kind).unwrap_or(0);
             let b = &mut e.batch;
