@@ -51,7 +51,7 @@ pub(super) const fn opt(name: &'static str, ty: Ty, dict: bool) -> Col {
     }
 }
 
-/// A table: its name and columns, in file order (the readers below push
+/// A table: its name and columns, in file order (the readers push
 /// values in this order).
 pub(super) struct Table {
     pub(super) name: &'static str,
