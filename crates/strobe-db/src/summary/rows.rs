@@ -123,7 +123,7 @@ pub struct ThreadRow {
     pub tid: i64,
     /// Thread name as recorded (the kernel's, or the one the program
     /// gave); a main thread (`tid == pid`) without one is named after its
-    /// program (see [`name_main_threads`](super::name_main_threads)).
+    /// program (see [`name_main_threads`](super::threads::name_main_threads)).
     pub name: Option<String>,
     /// On-CPU samples taken on the thread.
     pub samples: u64,
