@@ -112,19 +112,13 @@ impl Job<'_> {
             let q = sql("threads", "guid, pid, tid, name, start, \"end\"", "");
             each_row(conn, path, &q, |r| {
                 let (s, e): (Option<i64>, Option<i64>) = (r.get(4)?, r.get(5)?);
-                part.threads.push(ThreadRow {
-                    guid: r.get(0)?,
-                    pid: r.get(1)?,
-                    tid: r.get(2)?,
-                    name: r.get(3)?,
-                    samples: 0,
-                    sampled_ns: 0,
-                    sample_pct: 0.0,
-                    off_cpu_ns: 0,
-                    regions: 0,
-                    region_total_ns: 0,
-                    lifetime_ns: s.zip(e).map(|(s, e)| e - s),
-                });
+                part.threads.push(ThreadRow::listed(
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    (s, e),
+                ));
                 Ok(())
             })?;
             if part.threads.iter().any(unnamed_main) {

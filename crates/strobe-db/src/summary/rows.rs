@@ -142,6 +142,32 @@ pub struct ThreadRow {
     pub lifetime_ns: Option<i64>,
 }
 
+impl ThreadRow {
+    /// A thread as the `threads` view lists it (`start` and `end` as
+    /// stored), before samples and regions are counted on it.
+    pub(crate) fn listed(
+        guid: String,
+        pid: i64,
+        tid: i64,
+        name: Option<String>,
+        (start, end): (Option<i64>, Option<i64>),
+    ) -> ThreadRow {
+        ThreadRow {
+            pid,
+            guid,
+            tid,
+            name,
+            samples: 0,
+            sampled_ns: 0,
+            sample_pct: 0.0,
+            off_cpu_ns: 0,
+            regions: 0,
+            region_total_ns: 0,
+            lifetime_ns: start.zip(end).map(|(s, e)| e - s),
+        }
+    }
+}
+
 /// Counter sums of one region name or function (per process with
 /// `by_process`).
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -48,19 +48,7 @@ pub(super) fn threads_of(
             let (s, e): (Option<i64>, Option<i64>) = (r.get(4).at(&path)?, r.get(5).at(&path)?);
             rows.insert(
                 (guid.clone(), tid),
-                ThreadRow {
-                    pid: r.get(1).at(&path)?,
-                    guid,
-                    tid,
-                    name: r.get(3).at(&path)?,
-                    samples: 0,
-                    sampled_ns: 0,
-                    sample_pct: 0.0,
-                    off_cpu_ns: 0,
-                    regions: 0,
-                    region_total_ns: 0,
-                    lifetime_ns: s.zip(e).map(|(s, e)| e - s),
-                },
+                ThreadRow::listed(guid, r.get(1).at(&path)?, tid, r.get(3).at(&path)?, (s, e)),
             );
         }
     }
