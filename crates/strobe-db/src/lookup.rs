@@ -38,7 +38,7 @@ impl Profile {
         const SQL: &str = "SELECT EXISTS (SELECT 1 FROM regions) \
                            OR EXISTS (SELECT 1 FROM samples) \
                            OR EXISTS (SELECT 1 FROM strobe_counters)";
-        self.connection()
+        self.conn()
             .query_row(SQL, [], |r| r.get(0))
             .map_err(qerr(SQL))
     }
@@ -48,7 +48,7 @@ impl Profile {
     pub fn named_region_span(&self, name: &str) -> Result<Option<(i64, i64)>> {
         const SQL: &str = "SELECT MIN(start), MAX(\"end\") FROM regions WHERE name = ?1";
         let (first, last): (Option<i64>, Option<i64>) = self
-            .connection()
+            .conn()
             .query_row(SQL, [name], |r| Ok((r.get(0)?, r.get(1)?)))
             .map_err(qerr(SQL))?;
         Ok(first.zip(last))
@@ -59,7 +59,7 @@ impl Profile {
     pub fn setting_values(&self, name: &str) -> Result<Vec<String>> {
         const SQL: &str =
             "SELECT DISTINCT value FROM strobe_settings WHERE name = ?1 ORDER BY value";
-        let mut st = self.connection().prepare(SQL).map_err(qerr(SQL))?;
+        let mut st = self.conn().prepare(SQL).map_err(qerr(SQL))?;
         let rows = st
             .query_map([name], |r| r.get::<_, String>(0))
             .map_err(qerr(SQL))?;
@@ -69,7 +69,7 @@ impl Profile {
     /// The first process's value of setting `name`, if stored.
     pub fn setting(&self, name: &str) -> Result<Option<String>> {
         const SQL: &str = "SELECT value FROM strobe_settings WHERE name = ?1 LIMIT 1";
-        match self.connection().query_row(SQL, [name], |r| r.get(0)) {
+        match self.conn().query_row(SQL, [name], |r| r.get(0)) {
             Ok(v) => Ok(Some(v)),
             Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
             Err(e) => Err(qerr(SQL)(e)),
@@ -80,7 +80,7 @@ impl Profile {
     /// every process, by guid, then name (a NULL value reads as empty).
     pub fn mpi_settings(&self) -> Result<HashMap<String, HashMap<String, String>>> {
         const SQL: &str = "SELECT guid, name, value FROM strobe_settings WHERE name LIKE 'mpi.%'";
-        let rows = self.query_stream(SQL, |r| {
+        let rows = self.stream_query(SQL, |r| {
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, String>(1)?,
@@ -101,7 +101,7 @@ impl Profile {
     pub fn clock_sync_points(&self) -> Result<Vec<ClockSyncPoint>> {
         const SQL: &str = "SELECT guid, phase, local_ns, offset_ns, rtt_ns FROM strobe_clock_sync \
                            ORDER BY guid, id";
-        let rows = self.query_stream(SQL, |r| {
+        let rows = self.stream_query(SQL, |r| {
             Ok(ClockSyncPoint {
                 guid: r.get(0)?,
                 phase: r.get(1)?,
@@ -125,7 +125,7 @@ impl Profile {
             if !seen.insert(self.set_file(k).to_path_buf()) {
                 continue;
             }
-            let bytes: Option<i64> = self.with_set_connection(k, |conn| {
+            let bytes: Option<i64> = self.set_connection(k, |conn| {
                 conn.query_row(SQL, [&ts.schema], |r| r.get(0))
                     .map_err(qerr(SQL))
             })?;
@@ -140,7 +140,7 @@ impl Profile {
     pub fn stored_samples(&self) -> Result<u64> {
         const SQL: &str = "SELECT COUNT(*) FROM rocpd_sample";
         let n: i64 = self
-            .connection()
+            .conn()
             .query_row(SQL, [], |r| r.get(0))
             .map_err(qerr(SQL))?;
         Ok(n.max(0) as u64)
@@ -160,7 +160,7 @@ impl Profile {
         // the second scans every sample when the kind is absent.
         let has = |kind: crate::SampleKind| -> Result<bool> {
             let exists = |sql: &str| -> Result<bool> {
-                self.connection()
+                self.conn()
                     .query_row(sql, [kind.category()], |r| r.get(0))
                     .at(&path)
             };
@@ -187,7 +187,7 @@ impl Profile {
         // The first process's, the CPU-time timer's first: each query stops
         // at its first row (no sort over every process's settings).
         let first = |name: &str| -> Option<String> {
-            self.connection()
+            self.conn()
                 .query_row(
                     "SELECT value FROM strobe_settings WHERE name = ?1 LIMIT 1",
                     [name],

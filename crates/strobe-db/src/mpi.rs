@@ -251,7 +251,7 @@ pub fn has_mpi_calls(p: &Profile) -> Result<bool> {
         // Each process on a connection where its tables are named (the
         // profile's own, or the process's own when the inputs are read in
         // place).
-        let found = p.with_set_connection(k, |conn| {
+        let found = p.set_connection(k, |conn| {
             let Some(cat) = category_id(conn, &ts.schema, &ts.suffix, &path)? else {
                 return Ok(false);
             };
@@ -365,7 +365,7 @@ fn read_process(
     // Each process on a connection where its tables are named (the
     // profile's own, or the process's own when the inputs are read in
     // place).
-    p.with_set_connection(k, |conn| {
+    p.set_connection(k, |conn| {
         let (sc, sf) = (&ts.schema, &ts.suffix);
         let info = process_info(conn, sc, sf, &path)?;
         let library = if want_library {

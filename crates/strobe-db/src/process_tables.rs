@@ -90,7 +90,7 @@ impl Profile {
     /// connection (the window ignored).
     pub fn row_id_bounds(&self, src: &ProcessSource) -> Result<RowIdBounds> {
         let (sc, sf) = (&src.tables.schema, &src.tables.suffix);
-        self.with_set_connection(src.set, |conn| {
+        self.set_connection(src.set, |conn| {
             // Two queries: SQLite finds MIN and MAX of the row id in the
             // b-tree only alone.
             let rows = |table: &str| -> Result<RowIds> {

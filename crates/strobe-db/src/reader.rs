@@ -500,7 +500,17 @@ impl Profile {
     /// `"<schema>"."<table><suffix>"` (its [`TableSet`]): the profile's own
     /// connection when the inputs are attached, the process's own
     /// read-only connection when they are read in place.
+    #[cfg(feature = "raw-sql")]
     pub fn with_set_connection<T>(
+        &self,
+        k: usize,
+        f: impl FnOnce(&Connection) -> Result<T>,
+    ) -> Result<T> {
+        self.set_connection(k, f)
+    }
+
+    /// What `with_set_connection` does, for strobe-db itself.
+    pub(crate) fn set_connection<T>(
         &self,
         k: usize,
         f: impl FnOnce(&Connection) -> Result<T>,
@@ -524,7 +534,13 @@ impl Profile {
     /// ([`Profile::is_federated`]), the unsuffixed names are virtual tables
     /// and the processes' suffixed tables are not reachable here: use
     /// [`Profile::with_set_connection`].
+    #[cfg(feature = "raw-sql")]
     pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The connection, for strobe-db itself.
+    pub(crate) fn conn(&self) -> &Connection {
         &self.conn
     }
     fn path(&self) -> PathBuf {
@@ -566,7 +582,7 @@ impl Profile {
                     t.schema, t.suffix
                 );
                 let file = self.set_files[k].clone();
-                let (lo, hi): (Option<i64>, Option<i64>) = self.with_set_connection(k, |c| {
+                let (lo, hi): (Option<i64>, Option<i64>) = self.set_connection(k, |c| {
                     c.query_row(&q, [], |r| Ok((r.get(0)?, r.get(1)?)))
                         .at(&file)
                 })?;
@@ -747,7 +763,7 @@ impl Profile {
         if cache.len() > STACK_CACHE_ENTRIES {
             *cache = StackCache::default();
         }
-        self.with_set_connection(set, |conn| {
+        self.set_connection(set, |conn| {
             cache.resolve(conn, ts, set, guid, &path, callsite)
         })
     }
@@ -767,7 +783,17 @@ impl Profile {
     /// (the TEMP views, window included), each mapped by `map`, one row at a
     /// time. Exporters use it for columns the typed iterators do not carry
     /// (correlation ids, arguments, module tables).
+    #[cfg(feature = "raw-sql")]
     pub fn query_stream<T>(
+        &self,
+        sql: &str,
+        map: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<RowStream<'_, T>> {
+        self.stream_query(sql, map)
+    }
+
+    /// What `query_stream` does, for strobe-db itself.
+    pub(crate) fn stream_query<T>(
         &self,
         sql: &str,
         map: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,

@@ -136,9 +136,7 @@ pub(crate) fn first_pass(p: &Profile) -> Result<RegionScan> {
     })?;
     let mut sets = Vec::with_capacity(plan.sets.len());
     for (k, ((ts, guid), part)) in plan.sets.iter().zip(parts).enumerate() {
-        sets.push(
-            p.with_set_connection(k, |conn| label(conn, &ts.schema, &ts.suffix, guid, part))?,
-        );
+        sets.push(p.set_connection(k, |conn| label(conn, &ts.schema, &ts.suffix, guid, part))?);
     }
     Ok(RegionScan { sets, plan })
 }

@@ -471,7 +471,7 @@ pub(crate) fn work_items(p: &Profile, table: &str) -> Result<Vec<(usize, Window)
         let split = if p.is_federated() {
             None
         } else {
-            split_point(p.connection(), &ts.schema, &format!("{table}{}", ts.suffix))?
+            split_point(p.conn(), &ts.schema, &format!("{table}{}", ts.suffix))?
         };
         match split {
             Some(mid) => {
@@ -548,7 +548,7 @@ pub fn for_each_process(
                 let (ts, guid) = &sets[k];
                 let guid: Arc<str> = Arc::from(guid.as_str());
                 f(map_tally(
-                    p.connection(),
+                    p.conn(),
                     ts,
                     k,
                     &guid,

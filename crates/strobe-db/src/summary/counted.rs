@@ -35,7 +35,7 @@ pub(super) fn counted_calls(p: &Profile) -> Result<Vec<CountedCalls>> {
              JOIN \"{sc}\".\"rocpd_info_thread{sf}\" T ON T.id = C.thread_id"
         );
         let q = crate::scan::qerr(&sql);
-        p.with_set_connection(k, |conn| {
+        p.set_connection(k, |conn| {
             if !crate::schema::has_table(conn, sc, &table).map_err(&q)? {
                 return Ok(());
             }

@@ -17,7 +17,7 @@ use crate::reader::Profile;
 pub fn profile_counters(p: &Profile) -> Result<Vec<(String, String)>> {
     let path = p.files().first().cloned().unwrap_or_default();
     let mut st = p
-        .connection()
+        .conn()
         .prepare(
             "SELECT name, COALESCE(units, '') FROM rocpd_info_pmc \
              WHERE json_extract(extdata, '$.strobe') = 'sampling_events' ORDER BY guid, id",
@@ -52,7 +52,7 @@ pub fn region_counter_summary(
     let path = p.files().first().cloned().unwrap_or_default();
     let g = if by_process { "guid" } else { "NULL" };
     let mut st = p
-        .connection()
+        .conn()
         .prepare(&format!(
             "SELECT {g}, MIN(pid), name, counter, SUM(value), COUNT(DISTINCT guid || ':' || region_id) \
              FROM strobe_region_counters GROUP BY 1, 3, 4"
@@ -136,7 +136,7 @@ pub fn function_counter_summary(
              GROUP BY E.stack_id, PI.name"
         );
         let path = p.set_file(*k).to_path_buf();
-        p.with_set_connection(*k, |conn| {
+        p.set_connection(*k, |conn| {
             let mut st = conn.prepare_cached(&sql).at(&path)?;
             let mut rows = st.query([]).at(&path)?;
             while let Some(r) = rows.next().at(&path)? {
@@ -186,7 +186,7 @@ pub fn function_counter_summary(
 pub fn stored_metrics(p: &Profile) -> Result<Vec<StoredMetric>> {
     let path = p.files().first().cloned().unwrap_or_default();
     let mut st = p
-        .connection()
+        .conn()
         .prepare(
             "SELECT name, kind, expression, unit, description, requested FROM strobe_metric \
              ORDER BY guid, id",

@@ -187,7 +187,7 @@ pub fn duration_summary(
     by_process: bool,
 ) -> Result<Vec<StatRow>> {
     let path = p.files().first().cloned().unwrap_or_default();
-    duration_summary_on(p.connection(), &path, view, name_col, dur_col, by_process)
+    duration_summary_on(p.conn(), &path, view, name_col, dur_col, by_process)
 }
 
 /// [`duration_summary`] over a view or table of `conn` (errors name

@@ -34,7 +34,7 @@ pub(super) fn threads_of(
     regions: Option<&region_scan::RegionScan>,
     by_process: bool,
 ) -> Result<Vec<ThreadRow>> {
-    let conn = p.connection();
+    let conn = p.conn();
     let path = p.files().first().cloned().unwrap_or_default();
     let mut rows: HashMap<(String, i64), ThreadRow> = HashMap::new();
     {

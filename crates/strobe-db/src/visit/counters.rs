@@ -48,7 +48,7 @@ impl Iterator for Counters<'_> {
                 "SELECT guid, pid, tid, name, units, timestamp, value FROM strobe_counters \
                  WHERE guid = '{guid}' ORDER BY timestamp, name"
             );
-            match self.p.query_stream(&sql, CounterRow::from_row) {
+            match self.p.stream_query(&sql, CounterRow::from_row) {
                 Ok(s) => self.current = Some(s),
                 Err(e) => return Some(Err(e)),
             }

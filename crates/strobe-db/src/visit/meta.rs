@@ -69,7 +69,7 @@ pub struct ModuleRow {
 
 /// Loads every process (a small table).
 pub(super) fn processes(p: &Profile) -> Result<Vec<ProcessRow>> {
-    let rows = p.query_stream(
+    let rows = p.stream_query(
         "SELECT guid, pid, ppid, command, machine_id, hostname, start, \"end\", \
            (SELECT CAST(r.value AS INTEGER) - CAST(m.value AS INTEGER) FROM strobe_settings r, strobe_settings m \
              WHERE r.guid = processes.guid AND m.guid = processes.guid \
@@ -103,7 +103,7 @@ pub(super) fn processes(p: &Profile) -> Result<Vec<ProcessRow>> {
 
 /// Loads every module of every process (a small table).
 pub(super) fn modules(p: &Profile) -> Result<Vec<ModuleRow>> {
-    let rows = p.query_stream(
+    let rows = p.stream_query(
         "SELECT guid, path, build_id, load_address, size FROM strobe_module ORDER BY guid, id",
         |r| {
             Ok(ModuleRow {

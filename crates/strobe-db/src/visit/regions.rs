@@ -362,7 +362,7 @@ impl<'p> Regions<'p> {
             "SELECT T.id, P.pid, T.tid FROM \"{sc}\".\"rocpd_info_thread{sf}\" T JOIN \"{sc}\".\"rocpd_info_process{sf}\" P ON P.id = T.pid"
         );
         let mut threads = crate::scan::IdMap::default();
-        p.with_set_connection(k, |conn| {
+        p.set_connection(k, |conn| {
             let mut st = conn.prepare(&tsql).map_err(qerr(&tsql))?;
             let rows = st
                 .query_map([], |r| {
@@ -386,7 +386,7 @@ impl<'p> Regions<'p> {
             // A single process is split into two row-id ranges, read and
             // sorted by two threads at once and merged like two processes.
             let split = if n_sets == 1 && !p.is_federated() {
-                split_point(p.connection(), sc, &format!("rocpd_region{sf}"))?
+                split_point(p.conn(), sc, &format!("rocpd_region{sf}"))?
             } else {
                 None
             };
@@ -414,11 +414,11 @@ impl<'p> Regions<'p> {
                 });
             }
         } else {
-            let sql = region_query(p.connection(), sc, sf, window)?;
+            let sql = region_query(p.conn(), sc, sf, window)?;
             self.sets.push(SetStream {
                 set: k,
                 guid,
-                feed: Feed::Local(p.query_stream(&sql, raw_region)?.peekable()),
+                feed: Feed::Local(p.stream_query(&sql, raw_region)?.peekable()),
                 string_sql,
                 strings: crate::scan::IdMap::default(),
                 threads,
@@ -435,7 +435,7 @@ impl<'p> Regions<'p> {
             set.strings.clear();
         }
         let sql = &set.string_sql;
-        let v: Option<String> = p.with_set_connection(set.set, |conn| {
+        let v: Option<String> = p.set_connection(set.set, |conn| {
             conn.prepare_cached(sql)
                 .and_then(|mut st| st.query_row([id], |r| r.get(0)))
                 .map_err(qerr(sql))

@@ -59,7 +59,7 @@ impl Profile {
                 None
             } else {
                 let table = format!("rocpd_sample{}", ts.suffix);
-                split_point(self.connection(), &ts.schema, &table)?
+                split_point(self.conn(), &ts.schema, &table)?
             };
             match split {
                 Some(mid) => {
@@ -128,7 +128,7 @@ impl Profile {
         &self,
         f: &mut dyn FnMut(u32, &ScannedSample) -> Result<bool>,
     ) -> Result<()> {
-        let conn = self.connection();
+        let conn = self.conn();
         let time_kind = self.time_kind()?;
         let window = self.window();
         let sets = self.table_sets();

@@ -383,7 +383,7 @@ impl Samples<'_> {
 /// sample without a kind is of `time_kind` (the run's, see
 /// [`Profile::time_kind`]).
 pub(super) fn samples(p: &Profile, time_kind: SampleKind) -> Result<Samples<'_>> {
-    let conn = p.connection();
+    let conn = p.conn();
     let window = p.window();
     let sets = p.table_sets();
     // A profile read in place is streamed a few processes at a time, each

@@ -92,7 +92,7 @@ impl Profile {
     pub fn has_device_activity(&self) -> Result<bool> {
         const SQL: &str = "SELECT EXISTS (SELECT 1 FROM rocpd_kernel_dispatch) \
                            OR EXISTS (SELECT 1 FROM rocpd_memory_copy)";
-        self.connection()
+        self.conn()
             .query_row(SQL, [], |r| r.get(0))
             .map_err(crate::scan::qerr(SQL))
     }
